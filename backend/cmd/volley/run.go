@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+func runCmd() *cobra.Command {
+	var out string
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "run PLAN.json",
+		Short: "Run a plan headless: live progress, end-of-run table, exit 1 if a threshold fails",
+		Long: `Run a plan file without the web UI (for CI and quick checks).
+Exit status: 0 when every threshold passed, 1 when one failed, 2 when the plan is invalid.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
+	return c
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	p, err := plan.Parse(data)
+	if err != nil {
+		if ve, ok := err.(*plan.ValidationError); ok {
+			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
+			keys := make([]string, 0, len(ve.Fields))
+			for k := range ve.Fields {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				name := k
+				if name == "" {
+					name = "(plan)"
+				}
+				fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
+			}
+			return exitCode(2)
+		}
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	total := p.Load.Duration.D()
+	var cum int64
+	e, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
+		cum += s.Requests
+		if !quiet {
+			fmt.Fprintf(stderr, "%s\n", progressLine(s, cum, total))
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "running %q: %s, %d VUs\n", p.Name, p.Load.Executor, p.Load.VUs)
+	sum, err := e.Run(ctx)
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, p, sum)
+	if out != "" {
+		b, _ := json.MarshalIndent(sum, "", "  ")
+		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write summary: %w", err)
+		}
+	}
+	if !sum.ThresholdsOK() {
+		fmt.Fprintln(stderr, "volley: thresholds failed")
+		return exitCode(1)
+	}
+	return nil
+}
+
+func progressLine(s metrics.Sample, cum int64, total time.Duration) string {
+	el := fmt.Sprintf("%3ds", s.ElapsedS)
+	if total > 0 {
+		el += "/" + total.String()
+	}
+	return fmt.Sprintf("%s  reqs %d  rps %.0f  p50 %.2fms  p95 %.2fms  p99 %.2fms  errors %d  vus %d  cpu %.0f%%  rss %s",
+		el, cum, s.RPS, s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Errors, s.ActiveVUs, s.Client.CPUPercent, mib(s.Client.RSSBytes))
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
+
+func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\n%s\n", p.Name)
+	fmt.Fprintf(tw, "requests\t%d\t(%d ok, %d errors, %d interrupted)\n", s.Requests, s.Successes, s.Errors, s.Interrupted)
+	fmt.Fprintf(tw, "duration\t%.2fs\n", s.DurationS)
+	fmt.Fprintf(tw, "throughput\t%.1f req/s\t(send rate %.1f/s)\n", s.RPS, s.SendRate)
+	l := s.Latency
+	fmt.Fprintf(tw, "latency ms\tmin %.3f\tmean %.3f\tp50 %.3f\tp90 %.3f\tp95 %.3f\tp99 %.3f\tmax %.3f\n", l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
+	fmt.Fprintf(tw, "status codes\t%s\n", kv(s.StatusCodes))
+	if len(s.ErrorKinds) > 0 {
+		fmt.Fprintf(tw, "errors by kind\t%s\n", kv(s.ErrorKinds))
+	}
+	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
+	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
+	if s.GeneratorBoundSeconds > 0 {
+		fmt.Fprintf(tw, "warning\tresults from %d of %d seconds may describe the generator, not the target\n", s.GeneratorBoundSeconds, s.Seconds)
+	}
+	for _, t := range s.Thresholds {
+		mark := "ok"
+		if !t.OK {
+			mark = "FAILED"
+		}
+		fmt.Fprintf(tw, "threshold\t%s\t%s\t(value %g)\n", t.Expr, mark, t.Value)
+	}
+	_ = tw.Flush()
+}
+
+func kv(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

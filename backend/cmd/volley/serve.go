@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volley-load/volley/backend/internal/api"
+	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/store"
+	"github.com/volley-load/volley/backend/internal/target"
+	"github.com/volley-load/volley/examples"
+	"github.com/volley-load/volley/frontend"
+)
+
+func serveCmd() *cobra.Command {
+	var (
+		addr       = "127.0.0.1:8080"
+		db         = "volley.db"
+		demoTarget = "127.0.0.1:8090"
+	)
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Start the web UI and API (SQLite file storage)",
+		Long: `Start Volley's web platform: the browser UI and the REST + websocket API, storing plans
+and runs in a SQLite file. By default it also starts the demo target on 127.0.0.1:8090 and, in an
+empty database, creates an example plan against it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), addr, db, demoTarget)
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", addr, "address to listen on (keep it on loopback unless you add a proxy with authentication)")
+	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
+	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
+	return c
+}
+
+func serve(parent context.Context, addr, dbPath, demoAddr string) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	st, err := store.Open(dbPath)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer st.Close()
+	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	} else if len(ids) > 0 {
+		log.Warn("runs left running by a previous process are marked interrupted (their stored seconds are kept)", "runs", ids)
+	}
+
+	if demoAddr != "" {
+		ln, err := target.Listen(demoAddr)
+		if err != nil {
+			log.Warn("demo target not started", "addr", demoAddr, "err", err)
+		} else {
+			go func() { _ = target.ServeListener(ctx, ln) }()
+			log.Info("demo target", "url", "http://"+ln.Addr().String()+"/")
+			if err := seedDemo(ctx, st); err != nil {
+				log.Warn("example plan not created", "err", err)
+			}
+		}
+	}
+
+	h := hub.New(nil)
+	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	srv := &http.Server{
+		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(dbPath)
+	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: stopping the active run and saving it")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rn.Shutdown(sctx); err != nil {
+		log.Error("run did not end in time", "err", err)
+	}
+	_ = srv.Shutdown(sctx)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// seedDemo creates the example plan in an empty database so a newcomer can press Run at once.
+func seedDemo(ctx context.Context, st *store.Store) error {
+	plans, err := st.ListPlans(ctx)
+	if err != nil || len(plans) > 0 {
+		return err
+	}
+	p, err := plan.Parse(examples.Demo)
+	if err != nil {
+		return err
+	}
+	spec, err := jsonMarshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = st.CreatePlan(ctx, p.Name, spec)
+	return err
+}

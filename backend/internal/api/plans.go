@@ -1,0 +1,125 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/store"
+)
+
+// planJSON is a stored plan as the API shows it.
+type planJSON struct {
+	ID        int64           `json:"id"`
+	Name      string          `json:"name"`
+	Plan      json.RawMessage `json:"plan"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+func toPlanJSON(p *store.Plan) planJSON {
+	return planJSON{ID: p.ID, Name: p.Name, Plan: json.RawMessage(p.Spec), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+type list[T any] struct {
+	Items []T   `json:"items"`
+	Total int64 `json:"total"`
+}
+
+func idParam(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, errf(http.StatusBadRequest, "bad_request", "id %q is not a positive integer", c.Param("id"))
+	}
+	return id, nil
+}
+
+// readPlan parses and validates the body; the stored spec is the plan with its defaults filled.
+func readPlan(c *gin.Context) (*plan.Plan, []byte, error) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+	}
+	p, err := plan.Parse(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := json.Marshal(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, spec, nil
+}
+
+func (s *Server) listPlans(c *gin.Context) (int, any, error) {
+	ps, err := s.store.ListPlans(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := list[planJSON]{Items: make([]planJSON, len(ps)), Total: int64(len(ps))}
+	for i := range ps {
+		out.Items[i] = toPlanJSON(&ps[i])
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *Server) createPlan(c *gin.Context) (int, any, error) {
+	p, spec, err := readPlan(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	sp, err := s.store.CreatePlan(c, p.Name, spec)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, toPlanJSON(sp), nil
+}
+
+func (s *Server) getPlan(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	sp, err := s.store.GetPlan(c, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toPlanJSON(sp), nil
+}
+
+func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	p, spec, err := readPlan(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	sp, err := s.store.UpdatePlan(c, id, p.Name, spec)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toPlanJSON(sp), nil
+}
+
+func (s *Server) deletePlan(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if active, ok := s.runner.Active(); ok {
+		if r, err := s.store.GetRun(c, active); err == nil && r.PlanID == id {
+			return 0, nil, errf(http.StatusConflict, "run_active", "run %d of this plan is running; stop it first", active)
+		}
+	}
+	if err := s.store.DeletePlan(c, id); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}

@@ -1,0 +1,138 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/store"
+)
+
+// SampleWriter is the storage a StoreSink writes to (implemented by *store.Store).
+type SampleWriter interface {
+	AppendSample(ctx context.Context, runID int64, smp store.Sample, p store.Progress) error
+	FinishRun(ctx context.Context, runID int64, status string, endedAt time.Time, p store.Progress, summary, hist []byte, errMsg string) error
+}
+
+// StoreSink writes every second of a run as it happens (one transaction per second, so a crash
+// loses at most the current second) and the summary at the end. It keeps the run's merged
+// histogram so the run's list columns (p95 so far) stay exact while it runs.
+type StoreSink struct {
+	W   SampleWriter
+	Log *slog.Logger
+
+	runID    int64
+	merged   *hdr.Histogram
+	requests int64
+	errors   int64
+}
+
+// Sample implements runner.Sink.
+func (k *StoreSink) Sample(runID int64, s metrics.Sample) {
+	if k.runID != runID || k.merged == nil {
+		k.runID, k.merged, k.requests, k.errors = runID, metrics.NewHist(), 0, 0
+	}
+	k.requests += s.Requests
+	k.errors += s.Errors
+	if h, err := metrics.DecodeHist(s.Hist); err == nil {
+		k.merged.Merge(h)
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		k.Log.Error("encode sample", "run", runID, "err", err)
+		return
+	}
+	elapsed := float64(s.ElapsedS-1) + s.IntervalS
+	p := store.Progress{DurationS: elapsed, Requests: k.requests, P95Ms: metrics.Percentile(k.merged, 95)}
+	if elapsed > 0 {
+		p.RPS = float64(k.requests) / elapsed
+	}
+	if k.requests > 0 {
+		p.ErrorRate = float64(k.errors) / float64(k.requests)
+	}
+	smp := store.Sample{Second: s.ElapsedS, TMs: s.T, Data: data}
+	if s.Hist != "" {
+		smp.Hist = []byte(s.Hist)
+	}
+	if err := k.W.AppendSample(context.Background(), runID, smp, p); err != nil {
+		k.Log.Error("store sample", "run", runID, "second", s.ElapsedS, "err", err)
+	}
+}
+
+// Finish implements runner.Sink.
+func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *metrics.Summary, runErr error) {
+	var data, hist []byte
+	var p store.Progress
+	if sum != nil {
+		data, _ = json.Marshal(sum)
+		hist = []byte(sum.Hist)
+		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate}
+	}
+	msg := ""
+	if runErr != nil {
+		msg = runErr.Error()
+	}
+	if err := k.W.FinishRun(context.Background(), runID, status, ended, p, data, hist, msg); err != nil {
+		k.Log.Error("store summary", "run", runID, "err", err)
+	}
+	k.merged = nil
+}
+
+// HubSink publishes every second and the summary to the run's live topic, encoded once.
+type HubSink struct {
+	Hub *hub.Hub
+	Log *slog.Logger
+}
+
+// Sample implements runner.Sink.
+func (k *HubSink) Sample(runID int64, s metrics.Sample) {
+	msg, err := sampleMessage(json.Marshal(s))
+	if err != nil {
+		k.Log.Error("encode sample", "run", runID, "err", err)
+		return
+	}
+	k.Hub.Publish(runID, msg)
+}
+
+// Finish implements runner.Sink.
+func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error) {
+	r := runJSON{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC())}
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
+	var data []byte
+	if sum != nil {
+		data, _ = json.Marshal(sum)
+		r.DurationS, r.Requests, r.RPS, r.P95Ms, r.ErrorRate = sum.DurationS, sum.Requests, sum.RPS, sum.Latency.P95, sum.ErrorRate
+	}
+	k.Hub.Close(runID, summaryMessage(data, r))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Live stream messages: {"type":"sample","data":…} and {"type":"summary","data":…,"run":…}.
+type liveMessage struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+	Run  any             `json:"run,omitempty"`
+}
+
+func sampleMessage(data []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(liveMessage{Type: "sample", Data: data})
+}
+
+func summaryMessage(summary []byte, run any) []byte {
+	if len(summary) == 0 {
+		summary = []byte("null")
+	}
+	b, _ := json.Marshal(liveMessage{Type: "summary", Data: summary, Run: run})
+	return b
+}

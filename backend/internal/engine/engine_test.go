@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+func mustPlan(t *testing.T, js string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Parse([]byte(js))
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p
+}
+
+func run(t *testing.T, p *plan.Plan) (*metrics.Summary, []metrics.Sample) {
+	t.Helper()
+	var samples []metrics.Sample
+	e, err := New(p, Options{OnSample: func(s metrics.Sample) { samples = append(samples, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := e.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, samples
+}
+
+func constantVUs(url string, vus int, dur string) string {
+	return fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"constant-vus","vus":%d,"duration":%q},"http":{"timeout":"2s"}}`, url, vus, dur)
+}
+
+func checkOrdered(t *testing.T, l metrics.Latency) {
+	t.Helper()
+	v := []float64{l.Min, l.P50, l.P75, l.P90, l.P95, l.P99, l.P99_9, l.Max}
+	for i := 1; i < len(v); i++ {
+		if v[i] < v[i-1] {
+			t.Errorf("percentiles out of order: %+v", l)
+		}
+	}
+}
+
+func TestFixedDelayServerGivesItsLatency(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		w.Write([]byte("ok"))
+	})
+	sum, samples := run(t, mustPlan(t, constantVUs(tg.URL, 10, "3s")))
+	if sum.Latency.P50 < 20 || sum.Latency.P50 > 23 {
+		t.Errorf("p50 = %.3f ms, want 20–23", sum.Latency.P50)
+	}
+	if sum.Errors != 0 || sum.Requests == 0 {
+		t.Errorf("requests %d errors %d %v", sum.Requests, sum.Errors, sum.ErrorKinds)
+	}
+	if got := sum.Requests + sum.Interrupted; got != tg.Requests() {
+		t.Errorf("volley counted %d (+%d interrupted), target saw %d", sum.Requests, sum.Interrupted, tg.Requests())
+	}
+	var perSecond int64
+	for _, s := range samples {
+		perSecond += s.Requests
+	}
+	if perSecond != sum.Requests {
+		t.Errorf("samples add up to %d, summary says %d", perSecond, sum.Requests)
+	}
+	if len(samples) < 3 {
+		t.Errorf("%d samples for a 3 s run", len(samples))
+	}
+	checkOrdered(t, sum.Latency)
+	if sum.StatusCodes["200"] != sum.Requests {
+		t.Errorf("status codes %v", sum.StatusCodes)
+	}
+	if sum.BytesIn <= sum.BodyBytesIn || sum.BodyBytesIn != 2*sum.Requests || sum.BytesOut == 0 {
+		t.Errorf("bytes in %d body %d out %d", sum.BytesIn, sum.BodyBytesIn, sum.BytesOut)
+	}
+	if tg.Conns() != 10 {
+		t.Errorf("target saw %d connections for 10 keep-alive VUs", tg.Conns())
+	}
+}
+
+func TestConnectionRefusedIsCountedAsSuch(t *testing.T) {
+	addr := testutil.ClosedPort(t)
+	sum, _ := run(t, mustPlan(t, constantVUs("http://"+addr+"/", 4, "1s")))
+	if sum.Requests == 0 || sum.ErrorKinds["connect_refused"] != sum.Requests || len(sum.ErrorKinds) != 1 {
+		t.Errorf("requests %d kinds %v", sum.Requests, sum.ErrorKinds)
+	}
+	if sum.Successes != 0 || sum.Latency.Max != 0 {
+		t.Errorf("refused requests have no latency: %+v", sum.Latency)
+	}
+}
+
+func TestServerErrorsAreStatus5xx(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+	sum, _ := run(t, mustPlan(t, constantVUs(tg.URL, 2, "1s")))
+	if sum.Requests == 0 || sum.ErrorKinds["status_5xx"] != sum.Requests || sum.StatusCodes["500"] != sum.Requests {
+		t.Errorf("requests %d kinds %v codes %v", sum.Requests, sum.ErrorKinds, sum.StatusCodes)
+	}
+	if sum.Latency.P50 <= 0 {
+		t.Errorf("5xx responses still have latency: %+v", sum.Latency)
+	}
+	if sum.Requests+sum.Interrupted != tg.Requests() {
+		t.Errorf("volley %d target %d", sum.Requests, tg.Requests())
+	}
+}
+
+func TestRunEndsOnTimeAgainstSlowTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s run")
+	}
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(700 * time.Millisecond)
+	})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"vus":5,"duration":"10s"},"http":{"timeout":"2s"}}`, tg.URL)
+	start := time.Now()
+	sum, _ := run(t, mustPlan(t, js))
+	took := time.Since(start)
+	if took > 12*time.Second {
+		t.Errorf("10 s run with a 2 s timeout took %v", took)
+	}
+	if took < 10*time.Second {
+		t.Errorf("run stopped early: %v", took)
+	}
+	if sum.Requests+sum.Interrupted != tg.Requests() {
+		t.Errorf("volley %d+%d target %d", sum.Requests, sum.Interrupted, tg.Requests())
+	}
+}
+
+func TestGraceCutsOffAndCountsInterrupted(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * time.Second)
+	})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"vus":3,"duration":"1s","graceful_stop":"500ms"},"http":{"timeout":"10s"}}`, tg.URL)
+	start := time.Now()
+	sum, _ := run(t, mustPlan(t, js))
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("grace of 500ms not honoured: %v", took)
+	}
+	if sum.Interrupted != 3 || sum.Requests != 0 || sum.Errors != 0 {
+		t.Errorf("want 3 interrupted, 0 requests; got %+v", sum)
+	}
+}
+
+func TestStopByContext(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	p := mustPlan(t, constantVUs(tg.URL, 2, "1m"))
+	e, err := New(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	sum, _ := e.Run(ctx)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("stop took %v", took)
+	}
+	if sum.Requests == 0 || sum.Requests+sum.Interrupted != tg.Requests() {
+		t.Errorf("volley %d target %d", sum.Requests, tg.Requests())
+	}
+}
+
+func TestPerVUIterations(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"per-vu-iterations","vus":3,"iterations":7}}`, tg.URL)
+	sum, _ := run(t, mustPlan(t, js))
+	if sum.Requests != 21 || tg.Requests() != 21 {
+		t.Errorf("want 21, volley %d target %d", sum.Requests, tg.Requests())
+	}
+}
+
+func TestThresholdsEvaluated(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(5 * time.Millisecond) })
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"per-vu-iterations","vus":2,"iterations":20},
+		"thresholds":["p(95)<1s","p(50)<1ms","error_rate<1%%"]}`, tg.URL)
+	sum, _ := run(t, mustPlan(t, js))
+	ok := map[string]bool{}
+	for _, th := range sum.Thresholds {
+		ok[th.Expr] = th.OK
+	}
+	if !ok["p(95)<1s"] || ok["p(50)<1ms"] || !ok["error_rate<1%"] || sum.ThresholdsOK() {
+		t.Errorf("thresholds %+v", sum.Thresholds)
+	}
+}

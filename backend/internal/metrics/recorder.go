@@ -1,0 +1,242 @@
+package metrics
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// ErrorKind classifies why a request failed. Every request that reaches an outcome is either a
+// success or exactly one kind.
+type ErrorKind uint8
+
+// Error kinds (DESIGN §4). KindNone means success.
+const (
+	KindNone ErrorKind = iota
+	ConnectRefused
+	ConnectTimeout
+	Timeout
+	Reset
+	TLS
+	Read
+	Write
+	Status4xx
+	Status5xx
+	CheckFailed
+	RedirectLoop
+	Other
+	numKinds
+)
+
+var kindNames = [numKinds]string{"", "connect_refused", "connect_timeout", "timeout", "reset", "tls",
+	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other"}
+
+// String returns the kind's stable JSON name ("" for success).
+func (k ErrorKind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "other"
+}
+
+// maxStatus bounds the status codes counted individually; others are counted as 0 ("other").
+const maxStatus = 600
+
+// Outcome is one finished request as the engine reports it.
+type Outcome struct {
+	Status    int       // HTTP status, 0 when no response arrived
+	Kind      ErrorKind // KindNone on success
+	LatencyUs int64     // from the intended start to the last byte; recorded only with a response
+	ServiceUs int64     // from the actual send to the last byte
+	BodyBytes int64     // response body bytes
+}
+
+// Shard is one lock-free block of counters. The engine gives each VU one shard (VU i → shard
+// i mod n), so concurrent writers spread over cache lines instead of one shared counter.
+// All methods are safe for concurrent use and do not allocate.
+type Shard struct {
+	requests    atomic.Uint64
+	successes   atomic.Uint64
+	interrupted atomic.Uint64
+	bytesIn     atomic.Uint64
+	bodyIn      atomic.Uint64
+	bytesOut    atomic.Uint64
+	status      [maxStatus]uint64
+	kinds       [numKinds]uint64
+	lat         *AtomicHist // every request with a complete response
+	latOK       *AtomicHist // successful requests only
+	svc         *AtomicHist // service time (actual send → last byte)
+	_           [64]byte    // keep neighbouring shards off this one's cache lines
+}
+
+func newShard() *Shard {
+	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist()}
+}
+
+// Record counts one finished request: a success, or one error kind.
+func (s *Shard) Record(o Outcome) {
+	s.requests.Add(1)
+	if o.Status > 0 {
+		st := o.Status
+		if st >= maxStatus {
+			st = 0
+		}
+		atomic.AddUint64(&s.status[st], 1)
+		s.lat.Record(o.LatencyUs)
+		s.svc.Record(o.ServiceUs)
+		s.bodyIn.Add(uint64(o.BodyBytes))
+	}
+	if o.Kind == KindNone {
+		s.successes.Add(1)
+		s.latOK.Record(o.LatencyUs)
+		return
+	}
+	atomic.AddUint64(&s.kinds[o.Kind], 1)
+}
+
+// Interrupted counts a request cut off by the end of the run (not a target error).
+func (s *Shard) Interrupted() { s.interrupted.Add(1) }
+
+// BytesIn adds bytes read from the network (headers and body).
+func (s *Shard) BytesIn(n int) { s.bytesIn.Add(uint64(n)) }
+
+// BytesOut adds bytes written to the network.
+func (s *Shard) BytesOut(n int) { s.bytesOut.Add(uint64(n)) }
+
+// Recorder is the set of shards of one run plus run-wide gauges.
+type Recorder struct {
+	shards    []*Shard
+	dropped   atomic.Uint64
+	activeVUs atomic.Int64
+	openConns atomic.Int64
+}
+
+// NewRecorder makes a recorder with n shards (n ≥ 1).
+func NewRecorder(n int) *Recorder {
+	if n < 1 {
+		n = 1
+	}
+	r := &Recorder{shards: make([]*Shard, n)}
+	for i := range r.shards {
+		r.shards[i] = newShard()
+	}
+	return r
+}
+
+// Shard returns the shard for worker i.
+func (r *Recorder) Shard(i int) *Shard { return r.shards[i%len(r.shards)] }
+
+// Dropped counts an iteration that could not start (open model, no free VU).
+func (r *Recorder) Dropped() { r.dropped.Add(1) }
+
+// VUStarted and VUStopped track active VUs.
+func (r *Recorder) VUStarted() { r.activeVUs.Add(1) }
+
+// VUStopped marks a VU as finished.
+func (r *Recorder) VUStopped() { r.activeVUs.Add(-1) }
+
+// ActiveVUs is the number of VUs running now.
+func (r *Recorder) ActiveVUs() int64 { return r.activeVUs.Load() }
+
+// ConnOpened and ConnClosed track open connections to the target.
+func (r *Recorder) ConnOpened() { r.openConns.Add(1) }
+
+// ConnClosed marks a connection as closed.
+func (r *Recorder) ConnClosed() { r.openConns.Add(-1) }
+
+// OpenConns is the number of connections open now.
+func (r *Recorder) OpenConns() int64 { return r.openConns.Load() }
+
+// Counts are plain totals (cumulative in a Reading, per interval in a Delta).
+type Counts struct {
+	Requests, Successes, Interrupted, Dropped int64
+	BytesIn, BodyBytesIn, BytesOut            int64
+	Status                                    [maxStatus]int64
+	Kinds                                     [numKinds]int64
+	Lat, LatOK, Svc                           []int64 // histogram counts
+	LatSum, LatOKSum, SvcSum                  uint64  // exact µs sums
+}
+
+func newCounts() *Counts {
+	return &Counts{Lat: make([]int64, CountsLen), LatOK: make([]int64, CountsLen), Svc: make([]int64, CountsLen)}
+}
+
+// NewCounts returns zeroed counts with histogram arrays allocated.
+func NewCounts() *Counts { return newCounts() }
+
+// Read fills dst with the cumulative totals of all shards. Values recorded while Read runs land in
+// this reading or the next one, never both and never neither.
+func (r *Recorder) Read(dst *Counts) {
+	lat, latOK, svc := dst.Lat, dst.LatOK, dst.Svc
+	clear(lat)
+	clear(latOK)
+	clear(svc)
+	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc}
+	for _, s := range r.shards {
+		dst.Requests += int64(s.requests.Load())
+		dst.Successes += int64(s.successes.Load())
+		dst.Interrupted += int64(s.interrupted.Load())
+		dst.BytesIn += int64(s.bytesIn.Load())
+		dst.BodyBytesIn += int64(s.bodyIn.Load())
+		dst.BytesOut += int64(s.bytesOut.Load())
+		for i := range s.status {
+			dst.Status[i] += int64(atomic.LoadUint64(&s.status[i]))
+		}
+		for i := range s.kinds {
+			dst.Kinds[i] += int64(atomic.LoadUint64(&s.kinds[i]))
+		}
+		dst.LatSum += s.lat.AddTo(lat)
+		dst.LatOKSum += s.latOK.AddTo(latOK)
+		dst.SvcSum += s.svc.AddTo(svc)
+	}
+	dst.Dropped = int64(r.dropped.Load())
+}
+
+// Sub sets d = cur − prev, field by field (d may alias neither).
+func (d *Counts) Sub(cur, prev *Counts) {
+	d.Requests = cur.Requests - prev.Requests
+	d.Successes = cur.Successes - prev.Successes
+	d.Interrupted = cur.Interrupted - prev.Interrupted
+	d.Dropped = cur.Dropped - prev.Dropped
+	d.BytesIn = cur.BytesIn - prev.BytesIn
+	d.BodyBytesIn = cur.BodyBytesIn - prev.BodyBytesIn
+	d.BytesOut = cur.BytesOut - prev.BytesOut
+	for i := range d.Status {
+		d.Status[i] = cur.Status[i] - prev.Status[i]
+	}
+	for i := range d.Kinds {
+		d.Kinds[i] = cur.Kinds[i] - prev.Kinds[i]
+	}
+	for i := range d.Lat {
+		d.Lat[i] = cur.Lat[i] - prev.Lat[i]
+		d.LatOK[i] = cur.LatOK[i] - prev.LatOK[i]
+		d.Svc[i] = cur.Svc[i] - prev.Svc[i]
+	}
+	d.LatSum = cur.LatSum - prev.LatSum
+	d.LatOKSum = cur.LatOKSum - prev.LatOKSum
+	d.SvcSum = cur.SvcSum - prev.SvcSum
+}
+
+// Errors is the number of failed requests.
+func (c *Counts) Errors() int64 { return c.Requests - c.Successes }
+
+// StatusMap returns the non-zero status counts keyed by code ("0" collects codes ≥ 600).
+func (c *Counts) StatusMap() map[string]int64 {
+	m := map[string]int64{}
+	for code, n := range c.Status {
+		if n != 0 {
+			m[strconv.Itoa(code)] = n
+		}
+	}
+	return m
+}
+
+// KindMap returns the non-zero error-kind counts keyed by kind name.
+func (c *Counts) KindMap() map[string]int64 {
+	m := map[string]int64{}
+	for k := ErrorKind(1); k < numKinds; k++ {
+		if n := c.Kinds[k]; n != 0 {
+			m[k.String()] = n
+		}
+	}
+	return m
+}

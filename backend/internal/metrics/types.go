@@ -1,0 +1,93 @@
+package metrics
+
+// ClientSample is the load generator's own state during one second.
+type ClientSample struct {
+	CPUPercent float64 `json:"cpu_percent"` // of one core: 200 means two cores busy
+	RSSBytes   uint64  `json:"rss_bytes"`
+	Goroutines int     `json:"goroutines"`
+	OpenConns  int64   `json:"open_conns"`
+	GCPauseMs  float64 `json:"gc_pause_ms"` // stop-the-world pause time in this second
+}
+
+// Sample is one second of a run: the unit of the live stream, the stored series and the charts.
+type Sample struct {
+	T                 int64            `json:"t"`         // end of the second, unix milliseconds
+	ElapsedS          int              `json:"elapsed_s"` // 1 for the first second
+	IntervalS         float64          `json:"interval_s"`
+	Requests          int64            `json:"requests"`
+	RPS               float64          `json:"rps"`
+	Successes         int64            `json:"successes"`
+	Errors            int64            `json:"errors"`
+	Interrupted       int64            `json:"interrupted"`
+	Latency           Latency          `json:"latency_ms"`
+	ActiveVUs         int64            `json:"active_vus"`
+	DroppedIterations int64            `json:"dropped_iterations"`
+	BytesIn           int64            `json:"bytes_in"`
+	BytesOut          int64            `json:"bytes_out"`
+	StatusCodes       map[string]int64 `json:"status_codes"`
+	ErrorKinds        map[string]int64 `json:"error_kinds"`
+	Client            ClientSample     `json:"client"`
+	GeneratorBound    bool             `json:"generator_bound"`
+	// Hist is this second's latency histogram (HdrHistogram V2, base64), kept for exact merges.
+	// It travels to storage, not to browsers.
+	Hist string `json:"-"`
+}
+
+// ClientSummary is the load generator's own cost over a run.
+type ClientSummary struct {
+	CPUPercentAvg float64 `json:"cpu_percent_avg"`
+	CPUPercentMax float64 `json:"cpu_percent_max"`
+	RSSBytesMax   uint64  `json:"rss_bytes_max"`
+}
+
+// ThresholdResult is one evaluated threshold.
+type ThresholdResult struct {
+	Expr  string  `json:"expr"`
+	Value float64 `json:"value"`
+	OK    bool    `json:"ok"`
+}
+
+// NameStats are the figures of one request name.
+type NameStats struct {
+	Requests int64   `json:"requests"`
+	Errors   int64   `json:"errors"`
+	Latency  Latency `json:"latency_ms"`
+}
+
+// Summary is the whole run, computed from the merged histograms.
+type Summary struct {
+	Requests              int64                `json:"requests"`
+	Successes             int64                `json:"successes"`
+	Errors                int64                `json:"errors"`
+	Interrupted           int64                `json:"interrupted"`
+	DroppedIterations     int64                `json:"dropped_iterations"`
+	DurationS             float64              `json:"duration_s"`
+	RPS                   float64              `json:"rps"`
+	SendRate              float64              `json:"send_rate"`
+	ErrorRate             float64              `json:"error_rate"`
+	Latency               Latency              `json:"latency_ms"`
+	LatencySuccess        Latency              `json:"latency_ms_success"`
+	ServiceTime           Latency              `json:"service_time_ms"`
+	StatusCodes           map[string]int64     `json:"status_codes"`
+	ErrorKinds            map[string]int64     `json:"error_kinds"`
+	BytesIn               int64                `json:"bytes_in"`
+	BodyBytesIn           int64                `json:"body_bytes_in"`
+	BytesOut              int64                `json:"bytes_out"`
+	Client                ClientSummary        `json:"client"`
+	Thresholds            []ThresholdResult    `json:"thresholds"`
+	ByName                map[string]NameStats `json:"by_name"`
+	Seconds               int                  `json:"seconds"`
+	GeneratorBoundSeconds int                  `json:"generator_bound_seconds"`
+	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
+	Hist string `json:"-"`
+}
+
+// ThresholdsOK reports whether every threshold passed (true when there are none).
+func (s *Summary) ThresholdsOK() bool {
+	for _, t := range s.Thresholds {
+		if !t.OK {
+			return false
+		}
+	}
+	return true
+}

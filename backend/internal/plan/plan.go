@@ -1,0 +1,319 @@
+// Package plan defines a Volley test plan — the requests to send, the load model (executor) and
+// the HTTP options — together with its JSON form, defaults and validation.
+//
+// A plan is decoded with Parse, which fills defaults and returns every problem at once as a
+// *ValidationError keyed by field path ("requests[0].url", "load.vus"). Parse also rejects
+// unknown fields, naming each one. The package imports only the standard library.
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Executor names, as k6 calls them (users know these words).
+const (
+	ConstantVUs      = "constant-vus"
+	PerVUIterations  = "per-vu-iterations"
+	DefaultTimeout   = 10 * time.Second
+	DefaultGrace     = 5 * time.Second
+	DefaultRedirects = 10
+	// MaxVUs bounds one plan's VUs; one generator holds tens of thousands of goroutines comfortably.
+	MaxVUs = 100_000
+)
+
+// Plan is one load test: what to request, how much load, how to talk HTTP, and pass/fail rules.
+type Plan struct {
+	Name       string    `json:"name"`
+	Requests   []Request `json:"requests"`
+	Load       Load      `json:"load"`
+	HTTP       HTTP      `json:"http"`
+	Thresholds []string  `json:"thresholds"`
+}
+
+// Request is one HTTP request of a plan. Weight picks requests in a weighted mix (default 1).
+type Request struct {
+	Name    string            `json:"name"`
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body"`
+	Weight  int               `json:"weight"`
+	Checks  []Check           `json:"checks,omitempty"`
+}
+
+// Check is a per-response assertion. Supported now: {"type":"status","op":"eq|ne|lt|le|gt|ge","value":200}.
+// A response that fails a check is counted with error kind check_failed.
+type Check struct {
+	Type  string  `json:"type"`
+	Op    string  `json:"op"`
+	Value float64 `json:"value"`
+}
+
+// Load is the load model. Which fields apply depends on Executor:
+//   - constant-vus: VUs, Duration
+//   - per-vu-iterations: VUs, Iterations, MaxDuration (default 10m)
+//
+// GracefulStop bounds how long requests in flight at the end may take before they are cut off and
+// reported as interrupted.
+type Load struct {
+	Executor     string   `json:"executor"`
+	VUs          int      `json:"vus"`
+	Duration     Duration `json:"duration,omitempty"`
+	Iterations   int      `json:"iterations,omitempty"`
+	MaxDuration  Duration `json:"max_duration,omitempty"`
+	GracefulStop Duration `json:"graceful_stop"`
+}
+
+// HTTP holds client options. KeepAlive is a pointer so that an absent field means the default (true).
+type HTTP struct {
+	Timeout            Duration `json:"timeout"`
+	KeepAlive          *bool    `json:"keep_alive"`
+	FollowRedirects    bool     `json:"follow_redirects"`
+	MaxRedirects       int      `json:"max_redirects"`
+	InsecureSkipVerify bool     `json:"insecure_skip_verify"`
+}
+
+// KeepAliveOn reports whether connections are reused (the default).
+func (h HTTP) KeepAliveOn() bool { return h.KeepAlive == nil || *h.KeepAlive }
+
+// Duration is a time.Duration written in JSON as a Go duration string ("30s", "1m30s").
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes the duration as a string such as "30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON accepts a Go duration string; a bare number is rejected because its unit is ambiguous.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("must be a duration string such as \"30s\"")
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (use forms like \"500ms\", \"30s\", \"2m\")", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ValidationError lists every problem of a plan, keyed by field path.
+type ValidationError struct {
+	Fields map[string]string
+}
+
+func (e *ValidationError) Error() string {
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + e.Fields[k]
+	}
+	return fmt.Sprintf("invalid plan (%d problem(s)): %s", len(keys), strings.Join(parts, "; "))
+}
+
+func (e *ValidationError) add(field, msg string) {
+	if e.Fields == nil {
+		e.Fields = map[string]string{}
+	}
+	if old, ok := e.Fields[field]; ok {
+		msg = old + "; " + msg
+	}
+	e.Fields[field] = msg
+}
+
+// Parse decodes a plan from JSON, fills defaults and validates it. On any problem it returns a
+// *ValidationError naming every bad or unknown field (JSON syntax errors yield one "" field).
+func Parse(data []byte) (*Plan, error) {
+	verr := &ValidationError{}
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		verr.add("", "not valid JSON: "+err.Error())
+		return nil, verr
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		verr.add("", "a plan must be a JSON object")
+		return nil, verr
+	}
+	checkShape(raw, planShape, "", verr)
+	if len(verr.Fields) > 0 {
+		return nil, verr
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		// checkShape covers types; anything left is a value error of a custom type (durations).
+		verr.add("", err.Error())
+		return nil, verr
+	}
+	p.Defaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Defaults fills unset fields with their defaults. Parse calls it; call it on plans built in code.
+func (p *Plan) Defaults() {
+	for i := range p.Requests {
+		r := &p.Requests[i]
+		if r.Method == "" {
+			r.Method = "GET"
+		}
+		r.Method = strings.ToUpper(r.Method)
+		if r.Weight == 0 {
+			r.Weight = 1
+		}
+		if r.Name == "" {
+			r.Name = r.Method + " " + r.URL
+		}
+	}
+	if p.Load.Executor == "" {
+		p.Load.Executor = ConstantVUs
+	}
+	if p.Load.GracefulStop == 0 {
+		p.Load.GracefulStop = Duration(DefaultGrace)
+	}
+	if p.Load.Executor == PerVUIterations && p.Load.MaxDuration == 0 {
+		p.Load.MaxDuration = Duration(10 * time.Minute)
+	}
+	if p.HTTP.Timeout == 0 {
+		p.HTTP.Timeout = Duration(DefaultTimeout)
+	}
+	if p.HTTP.KeepAlive == nil {
+		t := true
+		p.HTTP.KeepAlive = &t
+	}
+	if p.HTTP.MaxRedirects == 0 {
+		p.HTTP.MaxRedirects = DefaultRedirects
+	}
+	if p.Thresholds == nil {
+		p.Thresholds = []string{}
+	}
+}
+
+var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+
+// Validate checks a plan whose defaults are filled and returns a *ValidationError with every problem.
+func (p *Plan) Validate() error {
+	v := &ValidationError{}
+	if strings.TrimSpace(p.Name) == "" {
+		v.add("name", "is required")
+	} else if len(p.Name) > 200 {
+		v.add("name", "must be at most 200 characters")
+	}
+	if len(p.Requests) == 0 {
+		v.add("requests", "at least one request is required")
+	}
+	for i, r := range p.Requests {
+		f := "requests[" + strconv.Itoa(i) + "]."
+		if !methods[r.Method] {
+			v.add(f+"method", fmt.Sprintf("%q is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS", r.Method))
+		}
+		if msg := checkURL(r.URL); msg != "" {
+			v.add(f+"url", msg)
+		}
+		for k := range r.Headers {
+			if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+				v.add(f+"headers", fmt.Sprintf("%q is not a valid header name", k))
+			}
+		}
+		for k, val := range r.Headers {
+			if strings.ContainsAny(val, "\r\n") {
+				v.add(f+"headers", fmt.Sprintf("value of %q must not contain line breaks", k))
+			}
+		}
+		if r.Weight < 0 {
+			v.add(f+"weight", "must be 1 or more")
+		}
+		for j, c := range r.Checks {
+			cf := f + "checks[" + strconv.Itoa(j) + "]"
+			if c.Type != "status" {
+				v.add(cf+".type", fmt.Sprintf("%q is not a known check type (status)", c.Type))
+			}
+			switch c.Op {
+			case "eq", "ne", "lt", "le", "gt", "ge":
+			default:
+				v.add(cf+".op", fmt.Sprintf("%q is not one of eq, ne, lt, le, gt, ge", c.Op))
+			}
+		}
+	}
+	l := p.Load
+	switch l.Executor {
+	case ConstantVUs:
+		if l.Duration <= 0 {
+			v.add("load.duration", "is required for constant-vus and must be positive (e.g. \"30s\")")
+		}
+		if l.Iterations != 0 {
+			v.add("load.iterations", "applies only to per-vu-iterations")
+		}
+	case PerVUIterations:
+		if l.Iterations < 1 {
+			v.add("load.iterations", "must be at least 1 for per-vu-iterations")
+		}
+		if l.Duration != 0 {
+			v.add("load.duration", "does not apply to per-vu-iterations (use max_duration)")
+		}
+		if l.MaxDuration < 0 {
+			v.add("load.max_duration", "must be positive")
+		}
+	default:
+		v.add("load.executor", fmt.Sprintf("%q is not a supported executor (constant-vus, per-vu-iterations)", l.Executor))
+	}
+	if l.VUs < 1 {
+		v.add("load.vus", "must be at least 1")
+	} else if l.VUs > MaxVUs {
+		v.add("load.vus", fmt.Sprintf("must be at most %d", MaxVUs))
+	}
+	if l.Duration > Duration(24*time.Hour) {
+		v.add("load.duration", "must be at most 24h")
+	}
+	if l.GracefulStop < 0 {
+		v.add("load.graceful_stop", "must not be negative")
+	}
+	if p.HTTP.Timeout < 0 {
+		v.add("http.timeout", "must be positive")
+	} else if p.HTTP.Timeout > Duration(time.Hour) {
+		v.add("http.timeout", "must be at most 1h")
+	}
+	if p.HTTP.MaxRedirects < 0 {
+		v.add("http.max_redirects", "must not be negative")
+	}
+	for i, t := range p.Thresholds {
+		if _, err := ParseThreshold(t); err != nil {
+			v.add("thresholds["+strconv.Itoa(i)+"]", err.Error())
+		}
+	}
+	if len(v.Fields) > 0 {
+		return v
+	}
+	return nil
+}
+
+func checkURL(raw string) string {
+	if raw == "" {
+		return "is required"
+	}
+	u, err := parseURL(raw)
+	if err != nil {
+		return err.Error()
+	}
+	_ = u
+	return ""
+}

@@ -1,0 +1,134 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+var planShape = reflect.TypeOf(Plan{})
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// checkShape walks decoded JSON against the Go type and records, by field path, every unknown key
+// and every value of the wrong JSON type, so that one response names all of them.
+func checkShape(v any, t reflect.Type, path string, verr *ValidationError) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	name := path
+	if name == "" {
+		name = "plan"
+	}
+	if v == nil {
+		return // null means "unset": defaults apply
+	}
+	if t == durationType {
+		s, ok := v.(string)
+		if !ok {
+			verr.add(path, "must be a duration string such as \"30s\"")
+			return
+		}
+		var d Duration
+		if err := d.UnmarshalJSON([]byte(strconv.Quote(s))); err != nil {
+			verr.add(path, err.Error())
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			verr.add(name, "must be an object")
+			return
+		}
+		fields := map[string]reflect.StructField{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("json"), ",")[0]
+			if tag != "" && tag != "-" {
+				fields[tag] = f
+			}
+		}
+		for k, val := range obj {
+			f, ok := fields[k]
+			if !ok {
+				verr.add(join(path, k), "unknown field")
+				continue
+			}
+			checkShape(val, f.Type, join(path, k), verr)
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			verr.add(name, "must be an array")
+			return
+		}
+		for i, e := range arr {
+			checkShape(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", verr)
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			verr.add(name, "must be an object")
+			return
+		}
+		for k, e := range obj {
+			if _, ok := e.(string); !ok && t.Elem().Kind() == reflect.String {
+				verr.add(name, fmt.Sprintf("value of %q must be a string", k))
+			}
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			verr.add(name, "must be a string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			verr.add(name, "must be true or false")
+		}
+	case reflect.Int, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			verr.add(name, "must be a whole number")
+			return
+		}
+		if _, err := n.Int64(); err != nil {
+			verr.add(name, "must be a whole number")
+		}
+	case reflect.Float64:
+		if _, ok := v.(json.Number); !ok {
+			verr.add(name, "must be a number")
+		}
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// parseURL accepts absolute http and https URLs with a host.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("is not a valid URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("must start with http:// or https://")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, fmt.Errorf("must name a host (e.g. http://127.0.0.1:8080/)")
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %q is out of range", p)
+		}
+	}
+	return u, nil
+}

@@ -1,0 +1,231 @@
+// Package runner owns the lifecycle of runs: it starts the engine for a plan, lets one run go at a
+// time, stops it on request, and fans every per-second sample and the final summary out to sinks
+// (storage, live hub) without ever making the engine wait.
+//
+// It imports plan, engine and metrics only; sinks are small interfaces implemented elsewhere.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+// Run statuses.
+const (
+	StatusRunning     = "running"
+	StatusFinished    = "finished"
+	StatusStopped     = "stopped"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)
+
+// Sink receives a run's events in order, from its own goroutine. A sink may be slow: the runner
+// buffers up to SinkBuffer events per sink and drops (and logs) beyond that rather than wait.
+type Sink interface {
+	Sample(runID int64, s metrics.Sample)
+	Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error)
+}
+
+// SinkBuffer is how many events a sink may fall behind before events are dropped (an hour of
+// seconds: a sink stalled longer than that is broken, and the engine must not wait for it).
+const SinkBuffer = 4096
+
+// BusyError is returned by Start while another run is active.
+type BusyError struct{ RunID int64 }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("run %d is still running; stop it or wait for it to finish before starting another", e.RunID)
+}
+
+// ErrNotRunning is returned by Stop for a run that is not active.
+var ErrNotRunning = errors.New("run is not running")
+
+// Runner runs at most one plan at a time.
+type Runner struct {
+	sinks  []Sink
+	mu     sync.Mutex
+	active *active
+	wg     sync.WaitGroup
+	log    *slog.Logger
+}
+
+type active struct {
+	id      int64
+	cancel  context.CancelFunc
+	stopped bool
+	done    chan struct{}
+}
+
+// New makes a runner that reports to sinks.
+func New(log *slog.Logger, sinks ...Sink) *Runner {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{sinks: sinks, log: log}
+}
+
+// Start begins a run of p. create is called while no other run can start; it records the run
+// (in storage) and returns its id. Start returns *BusyError while another run is active.
+func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, error)) (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active != nil {
+		return 0, &BusyError{RunID: r.active.id}
+	}
+	outs := make([]chan event, len(r.sinks))
+	for i := range outs {
+		outs[i] = make(chan event, SinkBuffer)
+	}
+	var eng *engine.Engine
+	var id int64
+	eng, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
+		r.fanOut(outs, event{sample: &s}, id)
+	}})
+	if err != nil {
+		return 0, err
+	}
+	started := time.Now()
+	id, err = create(started)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &active{id: id, cancel: cancel, done: make(chan struct{})}
+	r.active = a
+	var sinkWG sync.WaitGroup
+	for i, s := range r.sinks {
+		sinkWG.Add(1)
+		go func() { defer sinkWG.Done(); drain(id, s, outs[i]) }()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(a.done)
+		sum, runErr := r.runEngine(ctx, eng)
+		ended := time.Now()
+		r.mu.Lock()
+		status := StatusFinished
+		switch {
+		case runErr != nil:
+			status = StatusFailed
+		case a.stopped:
+			status = StatusStopped
+		}
+		r.mu.Unlock()
+		fin := event{finish: &finish{status: status, started: started, ended: ended, sum: sum, err: runErr}}
+		for _, o := range outs {
+			o <- fin // the summary is never dropped: wait for the sink to take it
+			close(o)
+		}
+		sinkWG.Wait() // the run is "over" once every sink has its summary
+		r.mu.Lock()
+		r.active = nil
+		r.mu.Unlock()
+		cancel()
+	}()
+	return id, nil
+}
+
+// runEngine turns a panic inside the engine into a failed run instead of a dead server.
+func (r *Runner) runEngine(ctx context.Context, eng *engine.Engine) (sum *metrics.Summary, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine panic: %v", p)
+		}
+	}()
+	return eng.Run(ctx)
+}
+
+// Stop asks the active run to end (requests in flight get the plan's graceful stop). It returns
+// at once; the run's status becomes "stopped" when it has ended.
+func (r *Runner) Stop(id int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active == nil || r.active.id != id {
+		return ErrNotRunning
+	}
+	r.active.stopped = true
+	r.active.cancel()
+	return nil
+}
+
+// Active returns the id of the run in progress.
+func (r *Runner) Active() (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active == nil {
+		return 0, false
+	}
+	return r.active.id, true
+}
+
+// Done returns a channel closed when run id has ended and its sinks have its summary (an already
+// closed channel when it is not active).
+func (r *Runner) Done(id int64) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active != nil && r.active.id == id {
+		return r.active.done
+	}
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Shutdown stops any active run and waits for it to end and be recorded, or for ctx.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.active != nil {
+		r.active.stopped = true
+		r.active.cancel()
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type finish struct {
+	status         string
+	started, ended time.Time
+	sum            *metrics.Summary
+	err            error
+}
+
+type event struct {
+	sample *metrics.Sample
+	finish *finish
+}
+
+func (r *Runner) fanOut(outs []chan event, ev event, id int64) {
+	for i, o := range outs {
+		select {
+		case o <- ev:
+		default:
+			r.log.Warn("sink is behind; event dropped", "run", id, "sink", i)
+		}
+	}
+}
+
+func drain(id int64, s Sink, in <-chan event) {
+	for ev := range in {
+		if ev.sample != nil {
+			s.Sample(id, *ev.sample)
+		} else if f := ev.finish; f != nil {
+			s.Finish(id, f.status, f.started, f.ended, f.sum, f.err)
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Run is one execution of a plan. Its list columns (DurationS … ErrorRate) are those of the last
+// stored second while it runs, and the final figures once it has ended.
+type Run struct {
+	ID        int64
+	PlanID    int64
+	PlanName  string
+	Status    string // running, finished, stopped, failed or interrupted
+	StartedAt time.Time
+	EndedAt   *time.Time
+	DurationS float64
+	Requests  int64
+	RPS       float64
+	P95Ms     float64
+	ErrorRate float64
+	Error     string
+	PlanSpec  []byte // the plan JSON as it was when the run started; only filled by GetRun
+	Summary   []byte // the summary JSON; nil until the run has ended; only filled by GetRun
+}
+
+// Progress is the running totals written with each sample and at the end of a run.
+type Progress struct {
+	DurationS float64
+	Requests  int64
+	RPS       float64
+	P95Ms     float64
+	ErrorRate float64
+}
+
+// Sample is one second of a run.
+type Sample struct {
+	Second int    // elapsed_s: 1 for the run's first second
+	TMs    int64  // end of the second, unix milliseconds
+	Data   []byte // the sample JSON
+	Hist   []byte // the second's encoded latency histogram, or nil
+}
+
+// RunFilter selects runs for ListRuns. Zero fields do not filter.
+type RunFilter struct {
+	PlanID int64
+	Status string
+	Limit  int // 0 means 50; at most 500
+	Offset int
+}
+
+// Paging bounds of RunFilter.
+const (
+	DefaultRunLimit = 50
+	MaxRunLimit     = 500
+)
+
+type runRow struct {
+	ID        int64      `gorm:"column:id"`
+	PlanID    int64      `gorm:"column:plan_id"`
+	PlanName  string     `gorm:"column:plan_name"`
+	Status    string     `gorm:"column:status"`
+	StartedAt time.Time  `gorm:"column:started_at"`
+	EndedAt   *time.Time `gorm:"column:ended_at"`
+	DurationS float64    `gorm:"column:duration_s"`
+	Requests  int64      `gorm:"column:requests"`
+	RPS       float64    `gorm:"column:rps"`
+	P95Ms     float64    `gorm:"column:p95_ms"`
+	ErrorRate float64    `gorm:"column:error_rate"`
+	Error     string     `gorm:"column:error"`
+	PlanSpec  []byte     `gorm:"column:plan_spec"`
+	Summary   []byte     `gorm:"column:summary"`
+}
+
+func (r runRow) run() Run {
+	run := Run{
+		ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status,
+		StartedAt: utc(r.StartedAt), DurationS: r.DurationS, Requests: r.Requests,
+		RPS: r.RPS, P95Ms: r.P95Ms, ErrorRate: r.ErrorRate, Error: r.Error,
+		PlanSpec: r.PlanSpec, Summary: r.Summary,
+	}
+	if r.EndedAt != nil {
+		t := utc(*r.EndedAt)
+		run.EndedAt = &t
+	}
+	return run
+}
+
+// runListColumns leaves out plan_spec: the list never shows it.
+const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error"
+
+// CreateRun stores a new run of a plan with status "running". planSpec is the plan JSON as it
+// is now. It returns ErrNotFound if the plan does not exist.
+func (s *Store) CreateRun(ctx context.Context, planID int64, planName string, planSpec []byte, startedAt time.Time) (*Run, error) {
+	startedAt = startedAt.UTC()
+	var id int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		// The foreign key would refuse a missing plan too, but only with a generic message;
+		// checked inside the (IMMEDIATE) transaction, the answer cannot go stale.
+		var n int64
+		if err := tx.Raw("SELECT count(*) FROM plans WHERE id = ?", planID).Scan(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("plan %d: %w", planID, ErrNotFound)
+		}
+		return tx.Raw(`INSERT INTO runs (plan_id, plan_name, status, started_at, plan_spec)
+			VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			planID, planName, StatusRunning, startedAt, string(planSpec)).Scan(&id).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: create run: %w", err)
+	}
+	return &Run{ID: id, PlanID: planID, PlanName: planName, Status: StatusRunning,
+		StartedAt: startedAt, PlanSpec: clone(planSpec)}, nil
+}
+
+// AppendSample stores one second of a run and the run's running totals in one transaction, so
+// the run's list columns always agree with its last stored second. It has committed when it
+// returns, which is what bounds a crash's loss to the current second. It returns ErrNotFound if
+// the run does not exist; storing the same second twice is an error.
+func (s *Store) AppendSample(ctx context.Context, runID int64, smp Sample, p Progress) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE runs SET duration_s = ?, requests = ?, rps = ?, p95_ms = ?, error_rate = ?
+			WHERE id = ?`, p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, runID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return tx.Exec("INSERT INTO run_samples (run_id, second, t_ms, data, hist) VALUES (?, ?, ?, ?, ?)",
+			runID, smp.Second, smp.TMs, string(smp.Data), nullBlob(smp.Hist)).Error
+	})
+	if err != nil {
+		return fmt.Errorf("store: run %d: append sample %d: %w", runID, smp.Second, err)
+	}
+	return nil
+}
+
+// FinishRun ends a run in one transaction: its status (finished, stopped, failed or
+// interrupted), end time, final totals and error message, and its summary JSON with its merged
+// latency histogram (replacing any earlier ones). With no summary and no histogram (a run that
+// failed before measuring anything) no summary is stored and GetRun's Summary stays nil.
+func (s *Store) FinishRun(ctx context.Context, runID int64, status string, endedAt time.Time, p Progress, summary, hist []byte, errMsg string) error {
+	switch status {
+	case StatusFinished, StatusStopped, StatusFailed, StatusInterrupted:
+	default:
+		return fmt.Errorf("store: finish run %d: status %q is not an end status", runID, status)
+	}
+	if len(summary) == 0 && len(hist) != 0 {
+		return fmt.Errorf("store: finish run %d: a histogram without a summary", runID)
+	}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
+			p95_ms = ?, error_rate = ?, error = ? WHERE id = ?`,
+			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, runID)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		if len(summary) == 0 {
+			return nil
+		}
+		return tx.Exec(`INSERT INTO run_summaries (run_id, data, hist) VALUES (?, ?, ?)
+			ON CONFLICT (run_id) DO UPDATE SET data = excluded.data, hist = excluded.hist`,
+			runID, string(summary), nullBlob(hist)).Error
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// GetRun returns one run with its PlanSpec and Summary, or ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
+	var rows []runRow
+	err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.plan_id, r.plan_name, r.status, r.started_at,
+			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.plan_spec,
+			m.data AS summary
+		FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
+		WHERE r.id = ?`, id).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: get run %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("store: get run %d: %w", id, ErrNotFound)
+	}
+	r := rows[0].run()
+	return &r, nil
+}
+
+// RunHistogram returns the merged latency histogram stored with a run's summary: nil if it has
+// none, ErrNotFound if the run does not exist.
+func (s *Store) RunHistogram(ctx context.Context, runID int64) ([]byte, error) {
+	var rows []struct {
+		Hist []byte `gorm:"column:hist"`
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT m.hist FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
+		WHERE r.id = ?`, runID).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: run %d histogram: %w", runID, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("store: run %d histogram: %w", runID, ErrNotFound)
+	}
+	return orNil(rows[0].Hist), nil
+}
+
+// ListRuns returns one page of the runs f selects, newest first, and how many runs it selects in
+// all. PlanSpec and Summary are left nil.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultRunLimit
+	}
+	limit = min(limit, MaxRunLimit)
+	offset := max(f.Offset, 0)
+
+	q := s.db.WithContext(ctx).Table("runs")
+	if f.PlanID != 0 {
+		q = q.Where("plan_id = ?", f.PlanID)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	var total int64
+	if err := q.Session(&gorm.Session{}).Count(&total).Error; err != nil {
+		return nil, 0, fmt.Errorf("store: count runs: %w", err)
+	}
+	var rows []runRow
+	err := q.Session(&gorm.Session{}).Select(runListColumns).
+		Order("started_at DESC, id DESC").Limit(limit).Offset(offset).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
+	}
+	runs := make([]Run, len(rows))
+	for i, r := range rows {
+		runs[i] = r.run()
+	}
+	return runs, total, nil
+}
+
+// Samples returns every stored second of a run in order, or ErrNotFound if the run does not
+// exist.
+func (s *Store) Samples(ctx context.Context, runID int64) ([]Sample, error) {
+	db := s.db.WithContext(ctx)
+	var rows []struct {
+		Second int    `gorm:"column:second"`
+		TMs    int64  `gorm:"column:t_ms"`
+		Data   []byte `gorm:"column:data"`
+		Hist   []byte `gorm:"column:hist"`
+	}
+	err := db.Raw("SELECT second, t_ms, data, hist FROM run_samples WHERE run_id = ? ORDER BY second", runID).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("store: run %d samples: %w", runID, err)
+	}
+	if len(rows) == 0 {
+		var n int64
+		if err := db.Raw("SELECT count(*) FROM runs WHERE id = ?", runID).Scan(&n).Error; err != nil {
+			return nil, fmt.Errorf("store: run %d samples: %w", runID, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("store: run %d samples: %w", runID, ErrNotFound)
+		}
+	}
+	out := make([]Sample, len(rows))
+	for i, r := range rows {
+		out[i] = Sample{Second: r.Second, TMs: r.TMs, Data: r.Data, Hist: orNil(r.Hist)}
+	}
+	return out, nil
+}
+
+// DeleteRun deletes a run with its samples and summary, or returns ErrNotFound.
+func (s *Store) DeleteRun(ctx context.Context, id int64) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec("DELETE FROM runs WHERE id = ?", id)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete run %d: %w", id, err)
+	}
+	return nil
+}
+
+// MarkInterrupted is called at start-up, before any run starts: every run still "running" was
+// left by a process that died, so it becomes "interrupted" with ended_at set to the end of its
+// last stored second (now if it stored none). Its samples and totals are kept. It returns the ids
+// of the runs it marked, in id order.
+func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) ([]int64, error) {
+	var ids []int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var rows []struct {
+			ID      int64  `gorm:"column:id"`
+			LastTMs *int64 `gorm:"column:last_t_ms"`
+		}
+		err := tx.Raw(`SELECT r.id,
+				(SELECT s.t_ms FROM run_samples s WHERE s.run_id = r.id ORDER BY s.second DESC LIMIT 1) AS last_t_ms
+			FROM runs r WHERE r.status = ? ORDER BY r.id`, StatusRunning).Scan(&rows).Error
+		if err != nil {
+			return err
+		}
+		ids = make([]int64, 0, len(rows))
+		for _, r := range rows {
+			ended := now.UTC()
+			if r.LastTMs != nil {
+				ended = time.UnixMilli(*r.LastTMs).UTC()
+			}
+			err := tx.Exec("UPDATE runs SET status = ?, ended_at = ? WHERE id = ?",
+				StatusInterrupted, ended, r.ID).Error
+			if err != nil {
+				return err
+			}
+			ids = append(ids, r.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: mark interrupted runs: %w", err)
+	}
+	return ids, nil
+}

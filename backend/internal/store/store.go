@@ -1,0 +1,207 @@
+// Package store owns Volley's SQLite database through gorm: plans, runs, their per-second samples
+// and their end-of-run summaries and merged histograms.
+//
+// The schema is owned by migrations/ and applied with goose when the store opens; gorm's
+// AutoMigrate is never used, so the SQL files are the one description of the schema.
+//
+// The store imports only the standard library, gorm, the SQLite driver, goose and migrations. It
+// does not know the shape of a plan, a sample or a summary: they come in and go out as the JSON
+// bytes the API serves, and histograms as opaque encoded bytes.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/volley-load/volley/migrations"
+)
+
+// ErrNotFound is returned (wrapped) when the plan or run asked for does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Run statuses.
+const (
+	StatusRunning     = "running"
+	StatusFinished    = "finished"
+	StatusStopped     = "stopped"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)
+
+// maxOpenConns bounds the pool. In WAL mode readers never block the writer nor each other, so a
+// few connections let the API list and read while a run appends its samples. SQLite still allows
+// one writer at a time; rather than letting writers collide inside SQLite (and sleep in its busy
+// handler), writes are serialised in-process by Store.wsem and use BEGIN IMMEDIATE, so a write
+// transaction never has to upgrade a read lock and never fails with "database is locked". The
+// busy timeout stays as a guard against other processes (the sqlite3 shell, a backup) and
+// checkpoints.
+const maxOpenConns = 4
+
+// Store is Volley's database. It is safe for concurrent use.
+type Store struct {
+	db   *gorm.DB
+	wsem chan struct{} // one-slot semaphore: the single in-process writer
+}
+
+// Open opens (creating it if needed) the SQLite database file at path and applies every pending
+// migration. The file's directory must exist.
+//
+// Every connection runs with journal_mode=WAL, foreign_keys=ON, busy_timeout=5000 and
+// synchronous=NORMAL. Durability trade-off: in WAL mode with synchronous=NORMAL a commit is written
+// to the WAL (so it survives the process crashing or being killed, which is what DESIGN §7's "a
+// crash loses at most the current second" is about) but is fsynced only at checkpoints, so an OS
+// crash or power cut may lose the last few commits. synchronous=FULL would fsync each
+// AppendSample, one disk flush per second per run for protection against power loss we do not
+// promise.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: empty database path")
+	}
+	if path == ":memory:" || len(path) >= 5 && path[:5] == "file:" {
+		return nil, fmt.Errorf("store: %q: give a file path (in-memory and URI databases are not supported)", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: database path %q: %w", path, err)
+	}
+	dir := filepath.Dir(abs)
+	if fi, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store: database %s: directory %s does not exist", path, dir)
+		}
+		return nil, fmt.Errorf("store: database %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("store: database %s: %s is not a directory", path, dir)
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("store: database %s is a directory", path)
+	}
+
+	// A file: URI so that any character in the path is escaped; mattn/go-sqlite3 reads the
+	// underscore parameters and applies them to every new connection, SQLite ignores them.
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_txlock", "immediate")
+	dsn := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}).String()
+
+	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+		SkipDefaultTransaction: true, // every write below chooses its own transaction
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+		Logger: slowOnly{logger.New(log.New(os.Stderr, "store: ", log.LstdFlags), logger.Config{
+			SlowThreshold: 500 * time.Millisecond,
+			LogLevel:      logger.Warn,
+		})},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(maxOpenConns)
+	sqlDB.SetMaxIdleConns(maxOpenConns)
+	sqlDB.SetConnMaxLifetime(0)
+	sqlDB.SetConnMaxIdleTime(0)
+	s := &Store{db: db, wsem: make(chan struct{}, 1)}
+
+	ctx := context.Background()
+	var mode string
+	if err := db.WithContext(ctx).Raw("PRAGMA journal_mode").Scan(&mode).Error; err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: open %s: journal_mode is %q, want wal (does the filesystem support it?)", path, mode)
+	}
+
+	// goose's Provider rather than its package-level functions (SetBaseFS, SetDialect): those are
+	// global state, which two stores opened at once (parallel tests) would race on. It uses the
+	// same goose_db_version table. It is given gorm's *sql.DB and never closed (that would close
+	// the pool).
+	prov, err := goose.NewProvider(goose.DialectSQLite3, sqlDB, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: migrations: %w", err)
+	}
+	s.wsem <- struct{}{}
+	_, err = prov.Up(ctx)
+	<-s.wsem
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// DB returns the underlying gorm handle, for tests.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// write runs fn in one IMMEDIATE transaction while holding the in-process writer slot, so writers
+// queue here (honouring ctx) instead of in SQLite's busy handler.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	select {
+	case s.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wsem }()
+	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+// nullBlob turns an empty byte slice into SQL NULL (the driver binds a nil []byte as NULL but an
+// empty one as a zero-length blob).
+func nullBlob(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// orNil normalises a scanned blob: NULL and zero-length both read back as nil.
+func orNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// slowOnly logs slow statements but not failed ones: every error is returned to the caller, who
+// decides whether it is worth a log line (a duplicate or a missing row usually is not).
+type slowOnly struct{ logger.Interface }
+
+func (l slowOnly) LogMode(level logger.LogLevel) logger.Interface {
+	return slowOnly{l.Interface.LogMode(level)}
+}
+
+func (l slowOnly) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
+	l.Interface.Trace(ctx, begin, fc, nil)
+}
+
+func utc(t time.Time) time.Time { return t.UTC() }

@@ -1,0 +1,75 @@
+package migrations
+
+import (
+	"database/sql"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/pressly/goose/v3"
+)
+
+func TestFilesAreNumberedGooseMigrations(t *testing.T) {
+	names, err := fs.Glob(FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	valid := regexp.MustCompile(`^\d{5}_[a-z0-9_]+\.sql$`)
+	for _, name := range names {
+		if !valid.MatchString(name) {
+			t.Errorf("%s: want NNNNN_snake_name.sql", name)
+		}
+		b, _ := fs.ReadFile(FS, name)
+		up, down := strings.Index(string(b), "-- +goose Up"), strings.Index(string(b), "-- +goose Down")
+		if up < 0 || down < up {
+			t.Errorf("%s: want a '-- +goose Up' section followed by a '-- +goose Down' one", name)
+		}
+	}
+}
+
+// Every migration goes up, down to nothing and up again on a real SQLite file.
+func TestUpDownUp(t *testing.T) {
+	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+			WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'goose_db_version'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if n := tables(); n != 4 {
+		t.Errorf("after up: %d tables, want 4", n)
+	}
+	if _, err := prov.DownTo(ctx, 0); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if n := tables(); n != 0 {
+		t.Errorf("after down: %d tables left", n)
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if v, err := prov.GetDBVersion(ctx); err != nil || v != int64(len(prov.ListSources())) {
+		t.Errorf("version %d, %v; want %d", v, err, len(prov.ListSources()))
+	}
+}
