@@ -16,7 +16,7 @@ func (s *Server) live(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if _, err := s.store.GetRun(c, id); err != nil {
+	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
 		s.fail(c, err)
 		return
 	}

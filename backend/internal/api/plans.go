@@ -73,7 +73,7 @@ func (s *Server) createPlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := s.store.CreatePlan(c, p.Name, spec)
+	sp, err := s.store.CreatePlan(c.Request.Context(), p.Name, spec)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Server) getPlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := s.store.GetPlan(c, id)
+	sp, err := s.store.GetPlan(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := s.store.UpdatePlan(c, id, p.Name, spec)
+	sp, err := s.store.UpdatePlan(c.Request.Context(), id, p.Name, spec)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -114,11 +114,11 @@ func (s *Server) deletePlan(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	if active, ok := s.runner.Active(); ok {
-		if r, err := s.store.GetRun(c, active); err == nil && r.PlanID == id {
+		if r, err := s.store.GetRun(c.Request.Context(), active); err == nil && r.PlanID == id {
 			return 0, nil, errf(http.StatusConflict, "run_active", "run %d of this plan is running; stop it first", active)
 		}
 	}
-	if err := s.store.DeletePlan(c, id); err != nil {
+	if err := s.store.DeletePlan(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil

@@ -57,7 +57,7 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := s.store.GetPlan(c, id)
+	sp, err := s.store.GetPlan(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	runID, err := s.runner.Start(p, func(started time.Time) (int64, error) {
-		r, err := s.store.CreateRun(context.WithoutCancel(c), sp.ID, sp.Name, sp.Spec, started)
+		r, err := s.store.CreateRun(context.WithoutCancel(c.Request.Context()), sp.ID, sp.Name, sp.Spec, started)
 		if err != nil {
 			return 0, err
 		}
@@ -76,7 +76,7 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	r, err := s.store.GetRun(c, runID)
+	r, err := s.store.GetRun(c.Request.Context(), runID)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Server) listRuns(c *gin.Context) (int, any, error) {
 		}
 		f.PlanID = n
 	}
-	runs, total, err := s.store.ListRuns(c, f)
+	runs, total, err := s.store.ListRuns(c.Request.Context(), f)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Server) getRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	r, err := s.store.GetRun(c, id)
+	r, err := s.store.GetRun(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -129,13 +129,13 @@ func (s *Server) stopRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := s.store.GetRun(c, id); err != nil {
+	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
 	if err := s.runner.Stop(id); err != nil {
 		return 0, nil, err
 	}
-	r, err := s.store.GetRun(c, id)
+	r, err := s.store.GetRun(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -150,7 +150,7 @@ func (s *Server) deleteRun(c *gin.Context) (int, any, error) {
 	if active, ok := s.runner.Active(); ok && active == id {
 		return 0, nil, errf(http.StatusConflict, "run_active", "run %d is running; stop it first", id)
 	}
-	if err := s.store.DeleteRun(c, id); err != nil {
+	if err := s.store.DeleteRun(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
@@ -161,10 +161,10 @@ func (s *Server) samples(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := s.store.GetRun(c, id); err != nil {
+	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
-	smps, err := s.store.Samples(c, id)
+	smps, err := s.store.Samples(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,0 +1,293 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/volley-load/volley/backend/internal/api"
+	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/store"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+type app struct {
+	t   *testing.T
+	url string
+}
+
+// newApp wires the real pieces: a SQLite file, the runner with its sinks, the hub, the handlers.
+func newApp(t *testing.T) *app {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := hub.New(nil)
+	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}, "assets/app.js": {Data: []byte("x")}}
+	srv := httptest.NewServer(api.New(st, rn, h, ui, log).Handler())
+	t.Cleanup(func() {
+		_ = rn.Shutdown(t.Context())
+		srv.Close()
+		st.Close()
+	})
+	return &app{t: t, url: srv.URL}
+}
+
+func (a *app) do(method, path, body string) (int, map[string]any) {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	var m map[string]any
+	if len(b) > 0 && b[0] == '{' {
+		if err := json.Unmarshal(b, &m); err != nil {
+			a.t.Fatalf("%s %s: bad JSON %q", method, path, b)
+		}
+	}
+	return res.StatusCode, m
+}
+
+func planJSON(url string, vus int, dur string) string {
+	return fmt.Sprintf(`{"name":"api test","requests":[{"name":"home","url":%q}],"load":{"executor":"constant-vus","vus":%d,"duration":%q},"http":{"timeout":"2s"}}`, url, vus, dur)
+}
+
+func TestPlanEndpoints(t *testing.T) {
+	a := newApp(t)
+	valid := planJSON("http://127.0.0.1:9/", 2, "1s")
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		want                     []string // fragments of the JSON body
+	}{
+		{"invalid plan names every field", "POST", "/api/plans",
+			`{"name":"","requests":[{"url":"ftp://x"}],"load":{"vus":0,"duration":"1s","vuz":1}}`, 400,
+			[]string{`"code":"invalid_plan"`, `"load.vuz":"unknown field"`}},
+		{"invalid values", "POST", "/api/plans",
+			`{"name":"","requests":[{"url":"ftp://x"}],"load":{"vus":0,"duration":"1s"}}`, 400,
+			[]string{`"name":"is required"`, `"requests[0].url"`, `"load.vus":"must be at least 1"`}},
+		{"not JSON", "POST", "/api/plans", `{"name":`, 400, []string{`"invalid_plan"`, "not valid JSON"}},
+		{"create", "POST", "/api/plans", valid, 201, []string{`"id":1`, `"graceful_stop":"5s"`, `"keep_alive":true`}},
+		{"get", "GET", "/api/plans/1", "", 200, []string{`"name":"api test"`}},
+		{"list", "GET", "/api/plans", "", 200, []string{`"total":1`}},
+		{"update", "PUT", "/api/plans/1", strings.Replace(valid, "api test", "renamed", 1), 200, []string{`"name":"renamed"`}},
+		{"update invalid", "PUT", "/api/plans/1", `{"name":"x"}`, 400, []string{`"requests"`}},
+		{"missing", "GET", "/api/plans/99", "", 404, []string{`"not_found"`}},
+		{"bad id", "GET", "/api/plans/abc", "", 400, []string{`"bad_request"`}},
+		{"unknown api route", "GET", "/api/nope", "", 404, []string{`"not_found"`}},
+		{"missing run", "GET", "/api/runs/42", "", 404, []string{`"not_found"`}},
+		{"stop missing run", "POST", "/api/runs/42/stop", "", 404, []string{`"not_found"`}},
+		{"bad paging", "GET", "/api/runs?limit=x", "", 400, []string{"limit"}},
+		{"delete", "DELETE", "/api/plans/1", "", 204, nil},
+		{"deleted", "GET", "/api/plans/1", "", 404, nil},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, a.url+c.path, strings.NewReader(c.body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.name, res.StatusCode, c.status, b)
+		}
+		for _, w := range c.want {
+			if !bytes.Contains(b, []byte(w)) {
+				t.Errorf("%s: body lacks %s: %s", c.name, w, b)
+			}
+		}
+	}
+}
+
+func TestSPAFallback(t *testing.T) {
+	a := newApp(t)
+	for _, p := range []string{"/", "/runs/3", "/plans/new"} {
+		res, err := http.Get(a.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !bytes.Contains(b, []byte("<title>Volley</title>")) {
+			t.Errorf("%s: %d %s", p, res.StatusCode, b)
+		}
+	}
+	res, _ := http.Get(a.url + "/assets/app.js")
+	if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Cache-Control"), "immutable") {
+		t.Errorf("asset: %d %v", res.StatusCode, res.Header)
+	}
+	res.Body.Close()
+}
+
+type liveMsg struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+	Run  map[string]any  `json:"run"`
+}
+
+func readLive(t *testing.T, url string) []liveMsg {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var msgs []liveMsg
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		_, b, err := c.ReadMessage()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
+				t.Fatalf("live: %v after %d messages", err, len(msgs))
+			}
+			return msgs
+		}
+		var m liveMsg
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+}
+
+func checkStream(t *testing.T, who string, msgs []liveMsg) (samples int, summary map[string]any) {
+	t.Helper()
+	for i, m := range msgs {
+		switch m.Type {
+		case "sample":
+			var s struct {
+				ElapsedS int `json:"elapsed_s"`
+			}
+			_ = json.Unmarshal(m.Data, &s)
+			if s.ElapsedS != i+1 {
+				t.Errorf("%s: message %d has elapsed_s %d (gap or repeat)", who, i, s.ElapsedS)
+			}
+			samples++
+		case "summary":
+			if i != len(msgs)-1 {
+				t.Errorf("%s: summary is not last", who)
+			}
+			_ = json.Unmarshal(m.Data, &summary)
+		}
+	}
+	if summary == nil {
+		t.Errorf("%s: no summary in %d messages", who, len(msgs))
+	}
+	return samples, summary
+}
+
+func TestRunLifecycleLiveAndConflict(t *testing.T) {
+	a := newApp(t)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello")) })
+	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "3s"))
+	pid := int(p["id"].(float64))
+
+	st, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", pid), "")
+	if st != 201 || run["status"] != "running" {
+		t.Fatalf("start: %d %v", st, run)
+	}
+	id := int(run["id"].(float64))
+	if st, body := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", pid), ""); st != 409 || body["error"].(map[string]any)["code"] != "run_in_progress" {
+		t.Fatalf("second start: %d %v", st, body)
+	}
+	if st, _ := a.do("DELETE", fmt.Sprintf("/api/runs/%d", id), ""); st != 409 {
+		t.Errorf("deleting a running run: %d", st)
+	}
+	ws := "ws" + strings.TrimPrefix(a.url, "http") + fmt.Sprintf("/api/runs/%d/live", id)
+	early := make(chan []liveMsg)
+	go func() { early <- readLive(t, ws) }()
+	time.Sleep(1700 * time.Millisecond) // join late: at least one second has passed
+	late := readLive(t, ws)
+	first := <-early
+
+	n1, sum1 := checkStream(t, "early", first)
+	n2, sum2 := checkStream(t, "late", late)
+	if n1 < 3 || n1 != n2 {
+		t.Errorf("samples: early %d, late %d", n1, n2)
+	}
+	if sum1["requests"] != sum2["requests"] || sum1["requests"].(float64) <= 0 {
+		t.Errorf("summaries differ or empty: %v / %v", sum1["requests"], sum2["requests"])
+	}
+
+	_, got := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
+	if got["status"] != "finished" || got["summary"] == nil || got["ended_at"] == nil {
+		t.Fatalf("run after end: %v", got)
+	}
+	summary := got["summary"].(map[string]any)
+	if int64(summary["requests"].(float64))+int64(summary["interrupted"].(float64)) != tg.Requests() {
+		t.Errorf("summary requests %v, target saw %d", summary["requests"], tg.Requests())
+	}
+	_, smp := a.do("GET", fmt.Sprintf("/api/runs/%d/samples", id), "")
+	items := smp["items"].([]any)
+	if len(items) != n1 {
+		t.Errorf("stored samples %d, streamed %d", len(items), n1)
+	}
+	var total float64
+	for _, it := range items {
+		total += it.(map[string]any)["requests"].(float64)
+	}
+	if total != summary["requests"].(float64) {
+		t.Errorf("stored seconds add to %v, summary %v", total, summary["requests"])
+	}
+	// A finished run streams from storage, identically.
+	n3, sum3 := checkStream(t, "after", readLive(t, ws))
+	if n3 != n1 || sum3["requests"] != sum1["requests"] {
+		t.Errorf("stored stream: %d samples, requests %v", n3, sum3["requests"])
+	}
+
+	_, list := a.do("GET", fmt.Sprintf("/api/runs?plan_id=%d", pid), "")
+	if list["total"].(float64) != 1 {
+		t.Errorf("list: %v", list)
+	}
+	if st, _ := a.do("DELETE", fmt.Sprintf("/api/runs/%d", id), ""); st != 204 {
+		t.Errorf("delete: %d", st)
+	}
+}
+
+func TestStopRun(t *testing.T) {
+	a := newApp(t)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "1m"))
+	_, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", int(p["id"].(float64))), "")
+	id := int(run["id"].(float64))
+	time.Sleep(1200 * time.Millisecond)
+	if st, body := a.do("POST", fmt.Sprintf("/api/runs/%d/stop", id), ""); st != 202 {
+		t.Fatalf("stop: %d %v", st, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, got := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
+		if got["status"] == "stopped" {
+			if got["summary"] == nil {
+				t.Fatal("stopped run has no summary")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run not stopped: %v", got["status"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st, _ := a.do("POST", fmt.Sprintf("/api/runs/%d/stop", id), ""); st != 409 {
+		t.Errorf("stopping a stopped run: %d", st)
+	}
+}

@@ -1,0 +1,147 @@
+package plan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `{
+  "name": "static page",
+  "requests": [{"name": "index", "method": "get", "url": "http://127.0.0.1:8080/index.html",
+    "headers": {"Accept": "text/html"}, "checks": [{"type": "status", "op": "eq", "value": 200}]}],
+  "load": {"executor": "constant-vus", "vus": 100, "duration": "30s"},
+  "http": {"timeout": "2s"},
+  "thresholds": ["p(95)<200ms", "error_rate<1%"]
+}`
+
+func TestParseFillsDefaults(t *testing.T) {
+	p, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Requests[0]
+	if r.Method != "GET" || r.Weight != 1 {
+		t.Errorf("request defaults: %+v", r)
+	}
+	if p.Load.Duration.D() != 30*time.Second || p.Load.GracefulStop.D() != DefaultGrace {
+		t.Errorf("load: %+v", p.Load)
+	}
+	if p.HTTP.Timeout.D() != 2*time.Second || !p.HTTP.KeepAliveOn() || p.HTTP.MaxRedirects != DefaultRedirects {
+		t.Errorf("http: %+v", p.HTTP)
+	}
+	// The stored form round-trips to the same plan.
+	b, _ := json.Marshal(p)
+	q, err := Parse(b)
+	if err != nil {
+		t.Fatalf("round trip: %v (%s)", err, b)
+	}
+	b2, _ := json.Marshal(q)
+	if string(b) != string(b2) {
+		t.Errorf("round trip changed the plan:\n%s\n%s", b, b2)
+	}
+}
+
+func TestParseNamesEveryProblem(t *testing.T) {
+	bad := `{
+	  "name": "",
+	  "requests": [
+	    {"method": "FETCH", "url": "ftp://x/", "headers": {"Bad Name": "v"}, "weight": -1},
+	    {"url": "http://", "checks": [{"type": "body", "op": "like", "value": 1}]}
+	  ],
+	  "load": {"executor": "constant-vus", "vus": 0, "duration": "soon", "vuz": 3},
+	  "http": {"timeout": "-1s", "keep_alive": "yes"},
+	  "thresholds": ["p(95)<<1", "rps>10"],
+	  "colour": "blue"
+	}`
+	_, err := Parse([]byte(bad))
+	ve, ok := err.(*ValidationError)
+	if !ok {
+		t.Fatalf("want *ValidationError, got %v", err)
+	}
+	// Shape problems (types, unknown fields) are reported first, all together.
+	for _, f := range []string{"load.duration", "load.vuz", "http.keep_alive", "colour"} {
+		if ve.Fields[f] == "" {
+			t.Errorf("shape problem %q not named; got %v", f, ve.Fields)
+		}
+	}
+	fixed := strings.NewReplacer(`"soon"`, `"30s"`, `, "vuz": 3`, ``, `"yes"`, `true`, `,
+	  "colour": "blue"`, ``).Replace(bad)
+	_, err = Parse([]byte(fixed))
+	ve, ok = err.(*ValidationError)
+	if !ok {
+		t.Fatalf("want *ValidationError, got %v", err)
+	}
+	for _, f := range []string{"name", "requests[0].method", "requests[0].url", "requests[0].headers",
+		"requests[0].weight", "requests[1].url", "requests[1].checks[0].type", "requests[1].checks[0].op",
+		"load.vus", "http.timeout", "thresholds[0]"} {
+		if ve.Fields[f] == "" {
+			t.Errorf("value problem %q not named; got %v", f, ve.Fields)
+		}
+	}
+	if ve.Fields["thresholds[1]"] != "" {
+		t.Errorf("valid threshold flagged: %v", ve.Fields["thresholds[1]"])
+	}
+}
+
+func TestParseRejectsNonObjects(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"x"`, `{"name":`} {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestExecutorFields(t *testing.T) {
+	p := `{"name":"x","requests":[{"url":"http://127.0.0.1/"}],"load":{"executor":"per-vu-iterations","vus":2,"iterations":0,"duration":"1s"}}`
+	_, err := Parse([]byte(p))
+	ve, _ := err.(*ValidationError)
+	if ve == nil || ve.Fields["load.iterations"] == "" || ve.Fields["load.duration"] == "" {
+		t.Fatalf("got %v", err)
+	}
+	p = `{"name":"x","requests":[{"url":"http://127.0.0.1/"}],"load":{"executor":"ramping-sideways","vus":2}}`
+	_, err = Parse([]byte(p))
+	ve, _ = err.(*ValidationError)
+	if ve == nil || !strings.Contains(ve.Fields["load.executor"], "ramping-sideways") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	cases := []struct {
+		expr   string
+		metric string
+		pct    float64
+		op     string
+		value  float64
+	}{
+		{"p(95)<200ms", "p", 95, "<", 200},
+		{"p(99.9) < 1s", "p", 99.9, "<", 1000},
+		{"avg<=500us", "avg", 0, "<=", 0.5},
+		{"error_rate<1%", "error_rate", 0, "<", 0.01},
+		{"error_rate<0.05", "error_rate", 0, "<", 0.05},
+		{"rps>1000", "rps", 0, ">", 1000},
+		{"p(95)<200", "p", 95, "<", 200}, // k6: a bare latency is in ms
+		{"max<2m", "max", 0, "<", 120000},
+	}
+	for _, c := range cases {
+		th, err := ParseThreshold(c.expr)
+		if err != nil {
+			t.Errorf("%s: %v", c.expr, err)
+			continue
+		}
+		if th.Metric != c.metric || th.Percentile != c.pct || th.Op != c.op || th.Value != c.value {
+			t.Errorf("%s parsed as %+v", c.expr, th)
+		}
+	}
+	for _, bad := range []string{"p(0)<1ms", "p(101)<1ms", "rps>10ms", "error_rate<1s", "latency<1ms", ""} {
+		if _, err := ParseThreshold(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	th, _ := ParseThreshold("p(95)<200ms")
+	if !th.Pass(199.9) || th.Pass(200) {
+		t.Error("< compares wrongly")
+	}
+}
