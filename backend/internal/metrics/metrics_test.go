@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-
 )
 
 // The atomic recorder must place every value in the same slot as hdrhistogram-go itself, or the
