@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -42,48 +41,36 @@ func newBrowser(t *testing.T, timeout time.Duration) context.Context {
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 
-	var mu sync.Mutex
-	var events []string
-	chromedp.ListenTarget(ctx, func(ev any) {
-		var line string
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type != runtime.APITypeError && e.Type != runtime.APITypeWarning {
-				return
-			}
-			args := make([]string, 0, len(e.Args))
-			for _, a := range e.Args {
-				if len(a.Value) > 0 {
-					args = append(args, string(a.Value))
-				} else {
-					args = append(args, a.Description)
-				}
-			}
-			line = fmt.Sprintf("console.%s: %s", e.Type, strings.Join(args, " "))
-		case *runtime.EventExceptionThrown:
-			d := e.ExceptionDetails
-			line = "page exception: " + d.Text
-			if d.Exception != nil {
-				line += " " + d.Exception.Description
-			}
-		default:
-			return
-		}
-		mu.Lock()
-		events = append(events, line)
-		mu.Unlock()
-	})
 	// Start the browser now, so a broken Chromium fails here with its output.
-	if err := chromedp.Run(ctx); err != nil {
+	if err := chromedp.Do(ctx); err != nil {
 		cancelTimeout()
 		cancelTab()
 		cancelAlloc()
 		t.Fatalf("start chromium: %v\n%s", err, truncate(out.String(), 4000))
 	}
+	var mu sync.Mutex
+	var events []string
+	messages := chromedp.Console(ctx)
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type != chromedp.ConsoleError && m.Type != chromedp.ConsoleWarning && m.Type != chromedp.ConsoleException {
+				continue
+			}
+			mu.Lock()
+			events = append(events, m.String())
+			mu.Unlock()
+		}
+	}()
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab() // closes the browser
 		cancelAlloc()
+		<-consoleDone
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range events {
@@ -137,8 +124,8 @@ func setField(t *testing.T, ctx context.Context, sel, value string) {
 		el.blur();
 		return el.value === %[2]s ? "ok" : "value is " + el.value;
 	})()`, jsString(sel), jsString(value))
-	var res string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(js, &res)); err != nil {
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
 		t.Fatalf("set %s: %v", sel, err)
 	}
 	if res != "ok" {
@@ -152,8 +139,7 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, timeout time.D
 	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for {
-		var ok bool
-		err := chromedp.Run(ctx, chromedp.Evaluate(expr, &ok))
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
 		if err == nil && ok {
 			return
 		}
@@ -171,8 +157,8 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string, timeout time.D
 // evalString evaluates a JavaScript expression that yields a string.
 func evalString(t *testing.T, ctx context.Context, expr string) string {
 	t.Helper()
-	var s string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(expr, &s)); err != nil {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return s
@@ -195,8 +181,8 @@ func exists(sel string) string {
 // screenshot saves a full-page PNG into the artifacts folder and returns its path.
 func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
-	var buf []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&buf, 100)); err != nil {
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
 	path := filepath.Join(artifactsDir(t), name)
@@ -210,11 +196,10 @@ func screenshot(t *testing.T, ctx context.Context, name string) string {
 // openSPA navigates to base+fragment and waits until the SPA has rendered something.
 func openSPA(t *testing.T, ctx context.Context, url string) {
 	t.Helper()
-	if err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("navigate %s: %v", url, err)
 	}
-	body := ""
-	_ = chromedp.Run(ctx, chromedp.Evaluate(`document.body ? document.body.innerText : ""`, &body))
+	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if strings.Contains(body, "UI not built") {
 		if strict() {
 			t.Fatalf("the server says the UI is not built: %s", truncate(body, 300))
@@ -226,7 +211,7 @@ func openSPA(t *testing.T, ctx context.Context, url string) {
 // goToHash changes the SPA route without reloading the page.
 func goToHash(t *testing.T, ctx context.Context, hash string) {
 	t.Helper()
-	if err := chromedp.Run(ctx, chromedp.Evaluate(fmt.Sprintf(`(location.hash = %s, true)`, jsString(hash)), nil)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`location.hash = %s`, jsString(hash)))); err != nil {
 		t.Fatalf("go to %s: %v", hash, err)
 	}
 }

@@ -153,18 +153,23 @@ func Parse(data []byte) (*Plan, error) {
 		return nil, verr
 	}
 	checkShape(raw, planShape, "", verr)
-	if len(verr.Fields) > 0 {
-		return nil, verr
-	}
+	// Validate the values of what is well-shaped too, so one answer names every problem.
+	clean, _ := json.Marshal(raw)
 	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		// checkShape covers types; anything left is a value error of a custom type (durations).
+	if err := json.Unmarshal(clean, &p); err != nil {
 		verr.add("", err.Error())
 		return nil, verr
 	}
 	p.Defaults()
 	if err := p.Validate(); err != nil {
-		return nil, err
+		for f, m := range err.(*ValidationError).Fields {
+			if _, dup := verr.Fields[f]; !dup { // a shape problem already explains this field
+				verr.add(f, m)
+			}
+		}
+	}
+	if len(verr.Fields) > 0 {
+		return nil, verr
 	}
 	return &p, nil
 }

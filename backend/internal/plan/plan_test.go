@@ -60,8 +60,8 @@ func TestParseNamesEveryProblem(t *testing.T) {
 	if !ok {
 		t.Fatalf("want *ValidationError, got %v", err)
 	}
-	// Shape problems (types, unknown fields) are reported first, all together.
-	for _, f := range []string{"load.duration", "load.vuz", "http.keep_alive", "colour"} {
+	// Shape problems (types, unknown fields) and value problems come in one answer.
+	for _, f := range []string{"load.duration", "load.vuz", "http.keep_alive", "colour", "name", "load.vus", "requests[0].url", "thresholds[0]"} {
 		if ve.Fields[f] == "" {
 			t.Errorf("shape problem %q not named; got %v", f, ve.Fields)
 		}

@@ -14,8 +14,10 @@ var planShape = reflect.TypeOf(Plan{})
 var durationType = reflect.TypeOf(Duration(0))
 
 // checkShape walks decoded JSON against the Go type and records, by field path, every unknown key
-// and every value of the wrong JSON type, so that one response names all of them.
-func checkShape(v any, t reflect.Type, path string, verr *ValidationError) {
+// and every value of the wrong JSON type, so that one response names all of them. It removes each
+// offending key from its object (and empties bad array elements), so that what remains can still
+// be decoded and its values validated in the same pass. It reports whether v itself is usable.
+func checkShape(v any, t reflect.Type, path string, verr *ValidationError) bool {
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -24,26 +26,27 @@ func checkShape(v any, t reflect.Type, path string, verr *ValidationError) {
 		name = "plan"
 	}
 	if v == nil {
-		return // null means "unset": defaults apply
+		return true // null means "unset": defaults apply
 	}
 	if t == durationType {
 		s, ok := v.(string)
 		if !ok {
 			verr.add(path, "must be a duration string such as \"30s\"")
-			return
+			return false
 		}
 		var d Duration
 		if err := d.UnmarshalJSON([]byte(strconv.Quote(s))); err != nil {
 			verr.add(path, err.Error())
+			return false
 		}
-		return
+		return true
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			verr.add(name, "must be an object")
-			return
+			return false
 		}
 		fields := map[string]reflect.StructField{}
 		for i := 0; i < t.NumField(); i++ {
@@ -57,52 +60,63 @@ func checkShape(v any, t reflect.Type, path string, verr *ValidationError) {
 			f, ok := fields[k]
 			if !ok {
 				verr.add(join(path, k), "unknown field")
+				delete(obj, k)
 				continue
 			}
-			checkShape(val, f.Type, join(path, k), verr)
+			if !checkShape(val, f.Type, join(path, k), verr) {
+				delete(obj, k)
+			}
 		}
 	case reflect.Slice:
 		arr, ok := v.([]any)
 		if !ok {
 			verr.add(name, "must be an array")
-			return
+			return false
 		}
 		for i, e := range arr {
-			checkShape(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", verr)
+			if !checkShape(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", verr) {
+				arr[i] = nil
+			}
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
 		if !ok {
 			verr.add(name, "must be an object")
-			return
+			return false
 		}
 		for k, e := range obj {
 			if _, ok := e.(string); !ok && t.Elem().Kind() == reflect.String {
 				verr.add(name, fmt.Sprintf("value of %q must be a string", k))
+				delete(obj, k)
 			}
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			verr.add(name, "must be a string")
+			return false
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
 			verr.add(name, "must be true or false")
+			return false
 		}
 	case reflect.Int, reflect.Int64:
 		n, ok := v.(json.Number)
 		if !ok {
 			verr.add(name, "must be a whole number")
-			return
+			return false
 		}
 		if _, err := n.Int64(); err != nil {
 			verr.add(name, "must be a whole number")
+			return false
 		}
 	case reflect.Float64:
 		if _, ok := v.(json.Number); !ok {
 			verr.add(name, "must be a number")
+			return false
 		}
 	}
+	return true
 }
 
 func join(path, key string) string {

@@ -1,0 +1,139 @@
+// The API client. Every failure — network, HTTP error, malformed body — becomes an ApiError with a
+// human-readable message, so pages can always show something instead of a blank screen.
+import type { ListResponse, Plan, PlanSpec, Run, Sample } from './types';
+
+export class ApiError extends Error {
+  /** HTTP status; 0 when the server could not be reached. */
+  readonly status: number;
+  /** The contract's error code (`invalid_plan`, `not_found`, `run_in_progress`, …) or a client-side one (`network`, `bad_response`, `http_<status>`). */
+  readonly code: string;
+  /** Validation problems by field path (`requests[0].url`), only for validation errors. */
+  readonly fields: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, fields: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.fields = fields;
+  }
+}
+
+/** errorMessage turns anything thrown into a line of text for the UI. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof ApiError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+function statusText(status: number): string {
+  if (status === 404) return 'not found';
+  if (status >= 500) return 'server error';
+  return 'request failed';
+}
+
+/** parseError builds an ApiError from a non-2xx response, whatever its body holds. */
+async function parseError(res: Response, method: string, path: string): Promise<ApiError> {
+  let text = '';
+  try {
+    text = await res.text();
+  } catch {
+    /* body unreadable: fall through */
+  }
+  try {
+    const body = JSON.parse(text) as unknown;
+    const e = (body as { error?: unknown })?.error;
+    if (e && typeof e === 'object') {
+      const { code, message, fields } = e as { code?: unknown; message?: unknown; fields?: unknown };
+      const f: Record<string, string> = {};
+      if (fields && typeof fields === 'object') {
+        for (const [k, v] of Object.entries(fields as Record<string, unknown>)) f[k] = String(v);
+      }
+      return new ApiError(
+        res.status,
+        typeof code === 'string' && code ? code : `http_${res.status}`,
+        typeof message === 'string' && message ? message : `${method} ${path}: ${res.status} ${statusText(res.status)}`,
+        f,
+      );
+    }
+  } catch {
+    /* not JSON */
+  }
+  const snippet = text.trim().slice(0, 200);
+  return new ApiError(
+    res.status,
+    `http_${res.status}`,
+    `${method} ${path}: ${res.status} ${statusText(res.status)}${snippet ? ` — ${snippet}` : ''}`,
+  );
+}
+
+/** request performs one API call and decodes the JSON answer (undefined for 204). */
+export async function request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const init: RequestInit = { method, headers: { Accept: 'application/json' }, signal };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { ...init.headers, 'Content-Type': 'application/json' };
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, init);
+  } catch (err) {
+    if ((err as Error)?.name === 'AbortError') throw err;
+    throw new ApiError(0, 'network', `Cannot reach the Volley server (${method} ${path}): ${errorMessage(err)}`);
+  }
+  if (!res.ok) throw await parseError(res, method, path);
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  if (text === '') return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new ApiError(res.status, 'bad_response', `${method} ${path}: the server answered with something that is not JSON`);
+  }
+}
+
+function qs(params: Record<string, string | number | undefined | null>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+export interface RunQuery {
+  plan_id?: number | string;
+  status?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export const api = {
+  listPlans: (signal?: AbortSignal) => request<ListResponse<Plan>>('GET', '/api/plans', undefined, signal),
+  getPlan: (id: number | string, signal?: AbortSignal) => request<Plan>('GET', `/api/plans/${id}`, undefined, signal),
+  createPlan: (spec: PlanSpec) => request<Plan>('POST', '/api/plans', spec),
+  updatePlan: (id: number | string, spec: PlanSpec) => request<Plan>('PUT', `/api/plans/${id}`, spec),
+  deletePlan: (id: number | string) => request<void>('DELETE', `/api/plans/${id}`),
+  startRun: (planId: number | string) => request<Run>('POST', `/api/plans/${planId}/runs`),
+  listRuns: (q: RunQuery = {}, signal?: AbortSignal) =>
+    request<ListResponse<Run>>('GET', `/api/runs${qs({ ...q })}`, undefined, signal),
+  getRun: (id: number | string, signal?: AbortSignal) => request<Run>('GET', `/api/runs/${id}`, undefined, signal),
+  stopRun: (id: number | string) => request<Run>('POST', `/api/runs/${id}/stop`),
+  deleteRun: (id: number | string) => request<void>('DELETE', `/api/runs/${id}`),
+  samples: (id: number | string, signal?: AbortSignal) =>
+    request<{ items: Sample[] }>('GET', `/api/runs/${id}/samples`, undefined, signal),
+};
+
+/** activeRun returns the run currently running, if any (used to link to it after a 409). */
+export async function activeRun(): Promise<Run | null> {
+  try {
+    const r = await api.listRuns({ status: 'running', limit: 1 });
+    return r.items?.[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** liveURL is the websocket address of a run's live stream, on the page's own host. */
+export function liveURL(id: number | string, loc: Pick<Location, 'protocol' | 'host'> = location): string {
+  const proto = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${proto}//${loc.host}/api/runs/${id}/live`;
+}

@@ -1,0 +1,51 @@
+// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id (a query string after the
+// path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
+
+export type Route =
+  | { name: 'plans' }
+  | { name: 'plan-new' }
+  | { name: 'plan-edit'; id: string }
+  | { name: 'runs'; query: URLSearchParams }
+  | { name: 'run'; id: string }
+  | { name: 'not-found'; path: string };
+
+/** parseHash maps a location.hash to a route. An empty hash is the plans page. */
+export function parseHash(hash: string): Route {
+  let h = hash.replace(/^#/, '');
+  if (h === '' || h === '/') return { name: 'plans' };
+  const q = h.indexOf('?');
+  const query = new URLSearchParams(q >= 0 ? h.slice(q + 1) : '');
+  if (q >= 0) h = h.slice(0, q);
+  const parts = h.split('/').filter(Boolean);
+  if (parts[0] === 'plans') {
+    if (parts.length === 1) return { name: 'plans' };
+    if (parts.length === 2 && parts[1] === 'new') return { name: 'plan-new' };
+    if (parts.length === 2 && /^\d+$/.test(parts[1])) return { name: 'plan-edit', id: parts[1] };
+  }
+  if (parts[0] === 'runs') {
+    if (parts.length === 1) return { name: 'runs', query };
+    if (parts.length === 2 && /^\d+$/.test(parts[1])) return { name: 'run', id: parts[1] };
+  }
+  return { name: 'not-found', path: h };
+}
+
+class Router {
+  route = $state<Route>(parseHash(typeof location === 'undefined' ? '' : location.hash));
+
+  constructor() {
+    if (typeof window !== 'undefined') {
+      window.addEventListener('hashchange', () => {
+        this.route = parseHash(location.hash);
+      });
+    }
+  }
+}
+
+export const router = new Router();
+
+/** navigate changes the hash (adding a history entry); the hashchange listener updates the route. */
+export function navigate(path: string): void {
+  const target = path.startsWith('#') ? path : `#${path}`;
+  if (location.hash === target) return;
+  location.hash = target;
+}

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import PlanEditor from './PlanEditor.svelte';
+
+type Handler = (url: string, init: RequestInit) => { status: number; body?: unknown };
+
+function mockFetch(handler: Handler) {
+  const f = vi.fn(async (url: string, init: RequestInit = {}) => {
+    const { status, body } = handler(url, init);
+    return new Response(status === 204 || body === undefined ? null : JSON.stringify(body), {
+      status,
+      headers: { 'Content-Type': 'application/json' },
+    });
+  });
+  vi.stubGlobal('fetch', f);
+  return f;
+}
+
+afterEach(() => {
+  vi.unstubAllGlobals();
+  location.hash = '';
+});
+
+describe('PlanEditor', () => {
+  it('shows each validation problem next to its input and the rest in the banner', async () => {
+    const f = mockFetch(() => ({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid_plan',
+          message: 'the plan has 4 problems',
+          fields: {
+            'load.vus': 'must be at least 1',
+            'requests[0].url': 'must start with http:// or https://',
+            'thresholds[0]': '"p95<1" is not a threshold',
+            'load.vuz': 'unknown field',
+          },
+        },
+      },
+    }));
+    const { container } = render(PlanEditor);
+
+    await fireEvent.input(screen.getByLabelText('Name'), { target: { value: 'bad plan' } });
+    await fireEvent.input(container.querySelector('#load-vus')!, { target: { value: '0' } });
+    await fireEvent.input(container.querySelector('#req-0-url')!, { target: { value: 'ftp://x' } });
+    await fireEvent.input(container.querySelector('#thresholds')!, { target: { value: 'p95<1' } });
+    await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
+
+    await waitFor(() => expect(container.querySelector('[data-field-error="load.vus"]')).not.toBeNull());
+    expect(container.querySelector('[data-field-error="load.vus"]')!.textContent).toBe('must be at least 1');
+    expect(container.querySelector('[data-field-error="requests[0].url"]')!.textContent).toContain('must start with http://');
+    expect(container.querySelector('[data-field-error="thresholds[0]"]')!.textContent).toContain('p95<1');
+    expect(container.querySelector('#load-vus')!.getAttribute('aria-invalid')).toBe('true');
+    expect(container.querySelector('#load-duration')!.getAttribute('aria-invalid')).toBe('false');
+
+    // the inline error sits in the same field as its input
+    const vusField = container.querySelector('#load-vus')!.closest('.field')!;
+    expect(vusField.querySelector('[data-field-error="load.vus"]')).not.toBeNull();
+
+    const banner = container.querySelector('[data-testid=form-error]')!;
+    expect(banner.textContent).toContain('the plan has 4 problems');
+    const unmatched = container.querySelector('[data-testid=form-error-unmatched]')!;
+    expect(unmatched.textContent).toContain('load.vuz');
+    expect(unmatched.textContent).toContain('unknown field');
+    expect(unmatched.textContent).not.toContain('load.vus:');
+
+    // what was sent: typed numbers and the edited values
+    const [url, init] = f.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe('/api/plans');
+    expect(init.method).toBe('POST');
+    const sent = JSON.parse(init.body as string);
+    expect(sent.name).toBe('bad plan');
+    expect(sent.load).toEqual({ executor: 'constant-vus', vus: 0, duration: '30s' });
+    expect(sent.requests[0].url).toBe('ftp://x');
+    expect(sent.thresholds).toEqual(['p95<1']);
+    expect(location.hash).toBe('');
+  });
+
+  it('loads an existing plan, saves it with PUT and keeps fields it does not show', async () => {
+    const plan = {
+      id: 5,
+      name: 'api',
+      created_at: '2026-11-29T10:00:00Z',
+      updated_at: '2026-11-29T10:00:00Z',
+      plan: {
+        name: 'api',
+        requests: [{ name: 'get', method: 'POST', url: 'http://127.0.0.1:8090/api', headers: { 'Content-Type': 'application/json' }, body: '{}', weight: 2, checks: [{ type: 'status', op: 'eq', value: 201 }] }],
+        load: { executor: 'per-vu-iterations', vus: 4, iterations: 50, max_duration: '10m0s', graceful_stop: '5s' },
+        http: { timeout: '2s', keep_alive: true, follow_redirects: true, max_redirects: 3, insecure_skip_verify: false },
+        thresholds: [],
+      },
+    };
+    const f = mockFetch((url, init) => {
+      if (init.method === 'PUT') return { status: 200, body: { ...plan, plan: JSON.parse(init.body as string) } };
+      return { status: 200, body: plan };
+    });
+    const { container } = render(PlanEditor, { id: '5' });
+    await waitFor(() => expect((container.querySelector('#plan-name') as HTMLInputElement)?.value).toBe('api'));
+    expect((container.querySelector('#req-0-method') as HTMLSelectElement).value).toBe('POST');
+    expect((container.querySelector('#load-executor') as HTMLSelectElement).value).toBe('per-vu-iterations');
+    expect(container.querySelector('#load-duration')).toBeNull();
+    expect((container.querySelector('#load-iterations') as HTMLInputElement).value).toBe('50');
+
+    await fireEvent.input(container.querySelector('#load-iterations')!, { target: { value: '75' } });
+    await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
+    await waitFor(() => expect(screen.getByRole('status').textContent).toContain('Saved'));
+
+    const put = f.mock.calls.find((c) => (c[1] as RequestInit | undefined)?.method === 'PUT')!;
+    expect(put[0]).toBe('/api/plans/5');
+    const sent = JSON.parse((put[1] as RequestInit).body as string);
+    expect(sent.load).toEqual({ executor: 'per-vu-iterations', vus: 4, iterations: 75, max_duration: '10m0s', graceful_stop: '5s' });
+    expect(sent.requests[0]).toMatchObject({ weight: 2, checks: [{ type: 'status', op: 'eq', value: 201 }], headers: { 'Content-Type': 'application/json' } });
+    expect(sent.http).toMatchObject({ follow_redirects: true, max_redirects: 3, timeout: '2s' });
+  });
+
+  it('Save & run on 409 shows the message with a link to the active run', async () => {
+    mockFetch((url, init) => {
+      if (url === '/api/plans' && init.method === 'POST') return { status: 201, body: { id: 8, name: 'p', plan: {} } };
+      if (url === '/api/plans/8/runs') return { status: 409, body: { error: { code: 'run_in_progress', message: 'run 3 is still running' } } };
+      if (url.startsWith('/api/runs?')) return { status: 200, body: { items: [{ id: 3, status: 'running' }], total: 1 } };
+      return { status: 404, body: { error: { code: 'not_found', message: 'no' } } };
+    });
+    const { container } = render(PlanEditor);
+    await fireEvent.input(container.querySelector('#plan-name')!, { target: { value: 'p' } });
+    await fireEvent.click(container.querySelector('[data-testid=save-and-run]')!);
+    await waitFor(() => expect(container.querySelector('[data-testid=form-error]')?.textContent).toContain('run 3 is still running'));
+    const link = container.querySelector('[data-testid=form-error] a') as HTMLAnchorElement;
+    expect(link.getAttribute('href')).toBe('#/runs/3');
+  });
+
+  it('shows a load failure instead of a blank page', async () => {
+    mockFetch(() => ({ status: 404, body: { error: { code: 'not_found', message: 'plan 99 not found' } } }));
+    render(PlanEditor, { id: '99' });
+    await waitFor(() => expect(screen.getByRole('alert').textContent).toContain('plan 99 not found'));
+  });
+});

@@ -1,0 +1,31 @@
+/// <reference types="vitest/config" />
+import { defineConfig } from 'vite';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+import { svelteTesting } from '@testing-library/svelte/vite';
+
+declare const process: { env: Record<string, string | undefined> };
+
+// The backend (volley serve) listens on 127.0.0.1:8181 in development; override with VOLLEY_API.
+const api = process.env.VOLLEY_API ?? 'http://127.0.0.1:8181';
+
+export default defineConfig({
+  plugins: [svelte(), svelteTesting()],
+  build: {
+    outDir: 'dist',
+    // dist/.gitkeep must survive (the Go embed needs a file); scripts/clean-dist.mjs empties the rest.
+    emptyOutDir: false,
+    target: 'es2022',
+    chunkSizeWarningLimit: 400,
+  },
+  server: {
+    proxy: {
+      '/api': { target: api, ws: true, changeOrigin: true },
+    },
+  },
+  test: {
+    environment: 'jsdom',
+    include: ['src/**/*.test.ts'],
+    setupFiles: ['src/test-setup.ts'],
+    restoreMocks: true,
+  },
+});
