@@ -28,10 +28,18 @@ var (
 	uiProblem string // why uiBuilt is false
 )
 
-const (
-	nginxPath    = "/usr/sbin/nginx"
-	chromiumPath = "/usr/bin/chromium"
+// External programs; VOLLEY_E2E_NGINX and VOLLEY_E2E_CHROMIUM override the Debian paths.
+var (
+	nginxPath    = envOr("VOLLEY_E2E_NGINX", "/usr/sbin/nginx")
+	chromiumPath = envOr("VOLLEY_E2E_CHROMIUM", "/usr/bin/chromium")
 )
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))

@@ -52,6 +52,7 @@ func TestRestartMarksRunInterrupted(t *testing.T) {
 	}
 	t.Logf("run %d: %d samples before SIGKILL", run.ID, len(before))
 	srv.kill(t) // SIGKILL to the server's process group
+	restarted := time.Now()
 
 	srv2 := startServer(t, db, demo)
 	var after runJSON
@@ -65,8 +66,20 @@ func TestRestartMarksRunInterrupted(t *testing.T) {
 		t.Error("ended_at not set on the interrupted run")
 	} else if end, err := time.Parse(time.RFC3339, *after.EndedAt); err != nil {
 		t.Errorf("ended_at %q is not RFC 3339: %v", *after.EndedAt, err)
-	} else if start, err := time.Parse(time.RFC3339, after.StartedAt); err == nil && end.Before(start) {
-		t.Errorf("ended_at %s before started_at %s", end, start)
+	} else {
+		if start, err := time.Parse(time.RFC3339, after.StartedAt); err == nil && end.Before(start) {
+			t.Errorf("ended_at %s before started_at %s", end, start)
+		}
+		// The run ended with its last stored second, not when the server came back.
+		var last struct {
+			T int64 `json:"t"`
+		}
+		if err := json.Unmarshal(before[len(before)-1], &last); err == nil && end.Before(time.UnixMilli(last.T).Add(-time.Millisecond)) {
+			t.Errorf("ended_at %s is before the last sample seen before the kill (%s)", end, time.UnixMilli(last.T).UTC())
+		}
+		if end.After(restarted) {
+			t.Errorf("ended_at %s is after the restart (%s): it should be the end of the last stored second", end, restarted)
+		}
 	}
 	kept := getSamples(t, srv2.base, run.ID)
 	if len(kept) < 3 {

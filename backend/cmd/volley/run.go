@@ -38,8 +38,6 @@ Exit status: 0 when every threshold passed, 1 when one failed, 2 when the plan i
 	return c
 }
 
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
 func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -74,7 +74,7 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		} else {
 			go func() { _ = target.ServeListener(ctx, ln) }()
 			log.Info("demo target", "url", "http://"+ln.Addr().String()+"/")
-			if err := seedDemo(ctx, st); err != nil {
+			if err := seedDemo(ctx, st, ln.Addr().String()); err != nil {
 				log.Warn("example plan not created", "err", err)
 			}
 		}
@@ -113,7 +113,7 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 }
 
 // seedDemo creates the example plan in an empty database so a newcomer can press Run at once.
-func seedDemo(ctx context.Context, st *store.Store) error {
+func seedDemo(ctx context.Context, st *store.Store, targetAddr string) error {
 	plans, err := st.ListPlans(ctx)
 	if err != nil || len(plans) > 0 {
 		return err
@@ -122,7 +122,10 @@ func seedDemo(ctx context.Context, st *store.Store) error {
 	if err != nil {
 		return err
 	}
-	spec, err := jsonMarshal(p)
+	for i := range p.Requests {
+		p.Requests[i].URL = "http://" + targetAddr + "/"
+	}
+	spec, err := plan.Marshal(p)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func (s *Server) wrap(h handler) gin.HandlerFunc {
 			c.Status(status)
 			return
 		}
-		c.JSON(status, body)
+		c.PureJSON(status, body)
 	}
 }
 

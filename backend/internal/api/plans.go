@@ -49,7 +49,7 @@ func readPlan(c *gin.Context) (*plan.Plan, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	spec, err := json.Marshal(p)
+	spec, err := plan.Marshal(p)
 	if err != nil {
 		return nil, nil, err
 	}

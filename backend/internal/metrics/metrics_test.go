@@ -58,6 +58,7 @@ func TestReadingsPartitionConcurrentRecords(t *testing.T) {
 	stop := make(chan struct{})
 	var deltas []int64
 	var histTotal int64
+	negative := false
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -75,6 +76,9 @@ func TestReadingsPartitionConcurrentRecords(t *testing.T) {
 			rec.Read(cur)
 			d.Sub(cur, prev)
 			deltas = append(deltas, d.Requests)
+			if d.Errors() < 0 || d.Successes < 0 {
+				negative = true
+			}
 			histTotal += HistFromCounts(d.Lat).TotalCount()
 			cur, prev = prev, cur
 		}
@@ -85,7 +89,11 @@ func TestReadingsPartitionConcurrentRecords(t *testing.T) {
 			defer wg.Done()
 			s := rec.Shard(w)
 			for i := 0; i < per; i++ {
-				s.Record(Outcome{Status: 200, LatencyUs: int64(i%5000 + 1), ServiceUs: 1})
+				o := Outcome{Status: 200, LatencyUs: int64(i%5000 + 1), ServiceUs: 1}
+				if i%3 == 0 {
+					o.Status, o.Kind = 503, Status5xx
+				}
+				s.Record(o)
 			}
 		}(w)
 	}
@@ -101,6 +109,9 @@ func TestReadingsPartitionConcurrentRecords(t *testing.T) {
 	}
 	if sum != writers*per || histTotal != writers*per {
 		t.Fatalf("deltas add to %d requests and %d latencies, want %d", sum, histTotal, writers*per)
+	}
+	if negative {
+		t.Fatal("a reading between two counter updates produced a negative error or success delta")
 	}
 	if len(deltas) < 2 {
 		t.Logf("only %d readings; the partition was barely exercised", len(deltas))

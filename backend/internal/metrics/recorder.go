@@ -54,7 +54,8 @@ type Outcome struct {
 // i mod n), so concurrent writers spread over cache lines instead of one shared counter.
 // All methods are safe for concurrent use and do not allocate.
 type Shard struct {
-	requests    atomic.Uint64
+	// There is no request counter: requests = successes + Σ kinds, each counter monotonic, so a
+	// reading taken between two increments of one request can never make a delta negative.
 	successes   atomic.Uint64
 	interrupted atomic.Uint64
 	bytesIn     atomic.Uint64
@@ -74,7 +75,6 @@ func newShard() *Shard {
 
 // Record counts one finished request: a success, or one error kind.
 func (s *Shard) Record(o Outcome) {
-	s.requests.Add(1)
 	if o.Status > 0 {
 		st := o.Status
 		if st >= maxStatus {
@@ -172,7 +172,6 @@ func (r *Recorder) Read(dst *Counts) {
 	clear(svc)
 	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc}
 	for _, s := range r.shards {
-		dst.Requests += int64(s.requests.Load())
 		dst.Successes += int64(s.successes.Load())
 		dst.Interrupted += int64(s.interrupted.Load())
 		dst.BytesIn += int64(s.bytesIn.Load())
@@ -189,6 +188,10 @@ func (r *Recorder) Read(dst *Counts) {
 		dst.SvcSum += s.svc.AddTo(svc)
 	}
 	dst.Dropped = int64(r.dropped.Load())
+	dst.Requests = dst.Successes
+	for _, n := range dst.Kinds {
+		dst.Requests += n
+	}
 }
 
 // Sub sets d = cur − prev, field by field (d may alias neither).

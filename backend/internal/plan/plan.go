@@ -322,3 +322,15 @@ func checkURL(raw string) string {
 	_ = u
 	return ""
 }
+
+// Marshal encodes a plan as JSON without HTML escaping, so thresholds read "p(95)<200ms" in
+// stored plans and API answers.
+func Marshal(p *Plan) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
