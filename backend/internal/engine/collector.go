@@ -41,7 +41,16 @@ func (c *collector) loop(stop <-chan struct{}) {
 	next := c.e.start.Add(c.e.opts.Interval)
 	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
+	// The tick that would fall at (or just before) the scheduled end is left to finish(), so the
+	// last sample spans its full second plus the drain instead of a few milliseconds of drain
+	// whose extrapolated rate would be meaningless.
+	lastTick := c.e.end.Add(-c.e.opts.Interval / 4)
 	for {
+		if !next.Before(lastTick) {
+			t.Stop()
+			<-stop
+			return
+		}
 		select {
 		case <-stop:
 			return

@@ -189,3 +189,24 @@ func TestThresholdsEvaluated(t *testing.T) {
 		t.Errorf("thresholds %+v", sum.Thresholds)
 	}
 }
+
+// The last sample covers the last second plus the drain, not a sliver of drain with an
+// extrapolated rate; seconds are whole and add up.
+func TestSamplesCoverWholeSeconds(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(2 * time.Millisecond) })
+	sum, samples := run(t, mustPlan(t, constantVUs(tg.URL, 4, "3s")))
+	if len(samples) != 3 {
+		t.Fatalf("%d samples for a 3 s run", len(samples))
+	}
+	for i, s := range samples {
+		if s.ElapsedS != i+1 || s.IntervalS < 0.9 || s.IntervalS > 1.3 {
+			t.Errorf("sample %d: elapsed %d interval %.3f", i, s.ElapsedS, s.IntervalS)
+		}
+		if s.RPS > 4*1000/2*1.2 { // 4 VUs × ≤ 500/s each
+			t.Errorf("sample %d: rps %.0f is impossible", i, s.RPS)
+		}
+	}
+	if sum.Seconds != 3 {
+		t.Errorf("summary seconds %d", sum.Seconds)
+	}
+}
