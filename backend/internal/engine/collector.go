@@ -5,13 +5,20 @@ import (
 	"runtime"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/procstat"
 )
 
-// boundFraction of the generator's cores busy flags a second as generator-bound: its latencies
-// may describe the load generator's queueing rather than the target.
-const boundFraction = 0.9
+// A second is generator-bound when the generator's CPU reaches boundFraction of its cores, or when
+// open-model iterations started more than boundLag late (p99): its latencies may then describe
+// the load generator's queueing rather than the target.
+const (
+	boundFraction = 0.9
+	boundLag      = 10 * time.Millisecond
+)
 
 // collector turns the recorder's cumulative counters into one Sample per interval, on an absolute
 // schedule (start + k·interval), and into the Summary at the end. It runs in its own goroutine;
@@ -26,6 +33,17 @@ type collector struct {
 	rssMax             uint64
 	seconds, boundSecs int
 	boundCPU           float64
+	levels             []levelAgg // concurrency-sweep only
+}
+
+// levelAgg accumulates the seconds of one concurrency-sweep level.
+type levelAgg struct {
+	hist             *hdr.Histogram
+	requests, errors int64
+	span             float64
+	cpuSum           float64
+	n                int
+	rssMax           uint64
 }
 
 func newCollector(e *Engine) *collector {
@@ -75,10 +93,12 @@ func (c *collector) tick(now time.Time, final bool) {
 	if final && span < 0.05 && d.Requests == 0 && d.Interrupted == 0 {
 		return // nothing happened after the last full second
 	}
+	began := c.lastTick
 	c.lastTick = now
 	c.k++
 	ps := c.sampler.Read()
 	h := metrics.HistFromCounts(d.Lat)
+	lagP99 := metrics.Percentile(metrics.HistFromCounts(d.Lag), 99)
 	s := metrics.Sample{
 		T:                 now.UnixMilli(),
 		ElapsedS:          c.k,
@@ -102,10 +122,14 @@ func (c *collector) tick(now time.Time, final bool) {
 			GCPauseMs:  round(float64(ps.GCPause)/1e6, 3),
 		},
 	}
+	s.Client.ScheduleLagP99Ms = lagP99
 	if span > 0 {
 		s.RPS = round(float64(d.Requests)/span, 1)
 	}
-	s.GeneratorBound = ps.CPUPercent >= c.boundCPU
+	s.GeneratorBound = ps.CPUPercent >= c.boundCPU || lagP99 > float64(boundLag/time.Millisecond)
+	if c.e.p.Load.Executor == plan.ConcurrencySweep {
+		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes)
+	}
 	if enc, err := metrics.EncodeHist(h); err == nil {
 		s.Hist = enc
 	}
@@ -140,6 +164,8 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		Latency:               metrics.LatencyOf(lat, t.LatSum),
 		LatencySuccess:        metrics.LatencyOf(metrics.HistFromCounts(t.LatOK), t.LatOKSum),
 		ServiceTime:           metrics.LatencyOf(metrics.HistFromCounts(t.Svc), t.SvcSum),
+		ScheduleLag:           metrics.LatencyOf(metrics.HistFromCounts(t.Lag), t.LagSum),
+		Executor:              c.e.p.Load.Executor,
 		StatusCodes:           t.StatusMap(),
 		ErrorKinds:            t.KindMap(),
 		BytesIn:               t.BytesIn,
@@ -171,11 +197,79 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	if enc, err := metrics.EncodeHist(lat); err == nil {
 		s.Hist = enc
 	}
+	if c.levels != nil {
+		s.Sweep = c.sweepRows()
+	}
 	for _, th := range c.e.thresholds {
 		v := thresholdValue(th.Metric, th.Percentile, s, lat)
 		s.Thresholds = append(s.Thresholds, metrics.ThresholdResult{Expr: th.Expr, Value: v, OK: th.Pass(v)})
 	}
 	return s
+}
+
+// addToLevel adds one second to the sweep level that was running when the second began.
+func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts, h *hdr.Histogram, cpu float64, rss uint64) {
+	l := c.e.p.Load
+	if c.levels == nil {
+		c.levels = make([]levelAgg, len(l.Levels))
+	}
+	i := int(began.Sub(c.e.start) / l.StepDuration.D())
+	if i < 0 || i >= len(c.levels) {
+		i = len(c.levels) - 1 // the drain after the last step
+	}
+	a := &c.levels[i]
+	if a.hist == nil {
+		a.hist = metrics.NewHist()
+	}
+	a.hist.Merge(h)
+	a.requests += d.Requests
+	a.errors += d.Errors()
+	a.span += span
+	a.cpuSum += cpu
+	a.n++
+	a.rssMax = max(a.rssMax, rss)
+}
+
+// kneeShare: the knee of a sweep is the lowest level that reaches this share of the sweep's best
+// throughput — more concurrency beyond it buys (almost) no throughput, only latency.
+const kneeShare = 0.95
+
+// sweepRows builds the capacity table and marks the knee. No knee is marked when the best
+// throughput is at the last level (the sweep did not saturate the target or the generator).
+func (c *collector) sweepRows() []metrics.SweepRow {
+	rows := make([]metrics.SweepRow, 0, len(c.levels))
+	best, bestAt := 0.0, -1
+	for i, a := range c.levels {
+		r := metrics.SweepRow{VUs: c.e.p.Load.Levels[i], DurationS: round(a.span, 3), Requests: a.requests}
+		if a.hist != nil {
+			r.P50 = metrics.Percentile(a.hist, 50)
+			r.P90 = metrics.Percentile(a.hist, 90)
+			r.P99 = metrics.Percentile(a.hist, 99)
+		}
+		if a.span > 0 {
+			r.RPS = round(float64(a.requests)/a.span, 1)
+		}
+		if a.requests > 0 {
+			r.ErrorRate = round(float64(a.errors)/float64(a.requests), 6)
+		}
+		if a.n > 0 {
+			r.CPUPercent = round(a.cpuSum/float64(a.n), 1)
+		}
+		r.RSSBytes = a.rssMax
+		if r.RPS > best {
+			best, bestAt = r.RPS, i
+		}
+		rows = append(rows, r)
+	}
+	if bestAt >= 0 && bestAt < len(rows)-1 {
+		for i := range rows {
+			if rows[i].RPS >= kneeShare*best {
+				rows[i].Knee = true
+				break
+			}
+		}
+	}
+	return rows
 }
 
 func round(v float64, digits int) float64 {

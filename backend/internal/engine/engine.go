@@ -3,17 +3,19 @@
 // per second and a metrics.Summary at the end.
 //
 // The engine knows nothing of HTTP APIs, databases or websockets: a CLI, the server, a test or a
-// remote agent drive it alike. It may import only plan, metrics, procstat and fasthttp (a test
-// enforces this).
+// remote agent drive it alike. It may import only plan, metrics, procstat, fasthttp and
+// hdrhistogram-go (a test enforces this).
 //
 // Hot path (per request): no lock shared between VUs, no heap allocation, no channel operation.
 // Each VU owns its fasthttp.HostClient (one connection, so VU i holds exactly one keep-alive
-// connection, as in wrk and k6), its prepared requests and one response object.
+// connection, as in wrk and k6), its prepared requests and one response object. Executors are in
+// executors.go (closed models) and arrival.go (open models).
 package engine
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"runtime"
 	"sync"
@@ -31,13 +33,11 @@ type Options struct {
 	OnSample func(metrics.Sample)
 	// Shards is the number of recorder shards (default 4 × GOMAXPROCS).
 	Shards int
-	// ConnectTimeout caps TCP connects (default: the request timeout).
-	ConnectTimeout time.Duration
 	// Interval is the sample period (default 1s).
 	Interval time.Duration
 }
 
-// Engine runs one plan once.
+// Engine runs one plan once. Create it with New; Run may be called once.
 type Engine struct {
 	p          *plan.Plan
 	opts       Options
@@ -49,11 +49,26 @@ type Engine struct {
 	start      time.Time
 	end        time.Time // VUs start no iteration after this
 	hardStop   time.Time // requests in flight are cut off here
+
+	wg    sync.WaitGroup
+	vusMu sync.Mutex
+	vus   []*vu
+
+	// closed models with a VU profile (ramping-vus, concurrency-sweep)
+	prof profile
+	// shared-iterations: iterations claimed so far; arrival-rate: next iteration index
+	next atomic.Int64
+	// arrival-rate executors
+	sched   schedule
+	pool    atomic.Int64 // VUs spawned
+	waiting atomic.Int64 // VUs holding a claimed, not yet due iteration
+	maxVUs  int64
 }
 
 type reqSpec struct {
 	r      plan.Request
-	addr   string
+	addr   string // where to connect (after the hosts override)
+	host   string // the URL's host name, for SNI
 	tls    bool
 	checks []plan.Check
 }
@@ -79,28 +94,48 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	}
 	sum := 0
 	for _, r := range p.Requests {
-		u, err := url.Parse(r.URL)
+		s, err := e.spec(r)
 		if err != nil {
-			return nil, fmt.Errorf("request %q: %w", r.Name, err)
+			return nil, err
 		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		e.reqs = append(e.reqs, reqSpec{r: r, addr: joinHostPort(u.Hostname(), port), tls: u.Scheme == "https", checks: r.Checks})
+		e.reqs = append(e.reqs, s)
 		sum += r.Weight
 		e.weights = append(e.weights, sum)
 	}
 	return e, nil
 }
 
-func joinHostPort(host, port string) string {
-	for i := 0; i < len(host); i++ {
-		if host[i] == ':' {
-			return "[" + host + "]:" + port
+func (e *Engine) spec(r plan.Request) (reqSpec, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return reqSpec{}, fmt.Errorf("request %q: %w", r.Name, err)
+	}
+	addr := e.addrFor(u.Scheme, u.Host)
+	return reqSpec{r: r, addr: addr, host: u.Hostname(), tls: u.Scheme == "https", checks: r.Checks}, nil
+}
+
+// addrFor maps a URL host (with optional port) to the address to dial, applying http.hosts.
+func (e *Engine) addrFor(scheme, hostport string) string {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	if len(host) > 1 && host[0] == '[' {
+		host = host[1 : len(host)-1]
+	}
+	if port == "" {
+		port = "80"
+		if scheme == "https" {
+			port = "443"
 		}
 	}
-	return host + ":" + port
+	if to, ok := e.p.HTTP.Hosts[host]; ok {
+		if _, _, err := net.SplitHostPort(to); err == nil {
+			return to
+		}
+		host = to
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // Run executes the plan until its load model ends or ctx is cancelled, then waits a bounded grace
@@ -110,12 +145,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	l := e.p.Load
 	grace := l.GracefulStop.D()
 	e.start = time.Now()
-	switch l.Executor {
-	case plan.PerVUIterations:
-		e.end = e.start.Add(l.MaxDuration.D())
-	default:
-		e.end = e.start.Add(l.Duration.D())
-	}
+	e.end = e.start.Add(l.Length())
 	e.hardStop = e.end.Add(grace)
 
 	col := newCollector(e)
@@ -123,17 +153,9 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	colStop := make(chan struct{})
 	go func() { defer close(colDone); col.loop(colStop) }()
 
-	vus := make([]*vu, l.VUs)
-	var wg sync.WaitGroup
-	for i := range vus {
-		vus[i] = newVU(e, i)
-	}
-	wg.Add(len(vus))
-	for _, v := range vus {
-		go func() { defer wg.Done(); v.run() }()
-	}
+	e.launch()
 	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
+	go func() { e.wg.Wait(); close(allDone) }()
 
 	timer := time.NewTimer(time.Until(e.end))
 	defer timer.Stop()
@@ -153,14 +175,64 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	select {
 	case <-allDone:
 	case <-gt.C:
-		for _, v := range vus {
+		e.vusMu.Lock()
+		for _, v := range e.vus {
 			v.abandon()
 		}
+		e.vusMu.Unlock()
 	}
 	endTime := time.Now()
 	close(colStop)
 	<-colDone
 	return col.finish(endTime, sendEnd), nil
+}
+
+// launch starts the executor's first VUs.
+func (e *Engine) launch() {
+	l := e.p.Load
+	switch l.Executor {
+	case plan.ConstantVUs, plan.PerVUIterations, plan.SharedIterations:
+		for i := 0; i < l.VUs; i++ {
+			e.spawn((*vu).closedLoop)
+		}
+	case plan.RampingVUs, plan.ConcurrencySweep:
+		if l.Executor == plan.RampingVUs {
+			e.prof = rampProfile(l.StartVUs, l.Stages)
+		} else {
+			e.prof = stepProfile(l.Levels, l.StepDuration.D())
+		}
+		for i := 0; i < e.prof.peak(); i++ {
+			e.spawn((*vu).profileLoop)
+		}
+	case plan.ConstantArrivalRate, plan.RampingArrivalRate:
+		stages := l.Stages
+		start := l.StartRate
+		if l.Executor == plan.ConstantArrivalRate {
+			stages = []plan.Stage{{Duration: l.Duration, Target: l.Rate}}
+			start = l.Rate
+		}
+		e.sched = newSchedule(float64(start), stages, l.TimeUnit.D())
+		e.maxVUs = int64(max(l.MaxVUs, l.PreAllocatedVUs))
+		for i := 0; i < l.PreAllocatedVUs; i++ {
+			e.pool.Add(1)
+			e.spawn((*vu).openLoop)
+		}
+	}
+}
+
+// spawn creates VU number len(vus) and starts its loop. Spawning from a running VU is safe (the
+// wait group's count is above zero then).
+func (e *Engine) spawn(loop func(*vu)) {
+	e.vusMu.Lock()
+	v := newVU(e, len(e.vus))
+	e.vus = append(e.vus, v)
+	e.vusMu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer v.closeConns()
+		loop(v)
+	}()
 }
 
 // Recorder exposes the run's counters (for tests and benchmarks).

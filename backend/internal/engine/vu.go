@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/tls"
+	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -20,23 +22,36 @@ const (
 	abandoned
 )
 
+// streamAbove is the body size beyond which a VU switches its clients to streaming bodies: small
+// bodies are read into the VU's reused buffer (no allocation), large ones are streamed through a
+// fixed scratch buffer so that no VU holds a large body in memory.
+const streamAbove = 256 << 10
+
 type vuReq struct {
 	req    *fasthttp.Request
 	client *fasthttp.HostClient
 	checks []plan.Check
 }
 
-// vu is one virtual user: a goroutine looping over iterations with its own client and buffers.
+type hostClient struct {
+	key    string // "http://host:port" as dialled
+	client *fasthttp.HostClient
+}
+
+// vu is one virtual user: a goroutine running iterations with its own clients and buffers.
 type vu struct {
-	e        *Engine
-	id       int
-	shard    *metrics.Shard
-	reqs     []vuReq
-	resp     *fasthttp.Response
-	rng      *rand.Rand
-	timeout  time.Duration
-	state    atomic.Int32
-	maxIters int
+	e         *Engine
+	id        int
+	shard     *metrics.Shard
+	reqs      []vuReq
+	clients   []hostClient
+	resp      *fasthttp.Response
+	redirect  *fasthttp.Request // scratch request for followed redirects
+	rng       *rand.Rand
+	timeout   time.Duration
+	state     atomic.Int32
+	streaming bool
+	scratch   []byte
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -45,26 +60,14 @@ func newVU(e *Engine, id int) *vu {
 		rng:     rand.New(rand.NewPCG(uint64(id), uint64(e.start.UnixNano()))),
 		timeout: e.p.HTTP.Timeout.D(),
 	}
-	if e.p.Load.Executor == plan.PerVUIterations {
-		v.maxIters = e.p.Load.Iterations
-	}
-	clients := map[string]*fasthttp.HostClient{}
 	for _, s := range e.reqs {
-		key := s.addr
-		if s.tls {
-			key = "tls:" + key
-		}
-		c, ok := clients[key]
-		if !ok {
-			c = newHostClient(e, s, v.shard)
-			clients[key] = c
-		}
+		c := v.client(s.tls, s.addr, s.host)
 		req := &fasthttp.Request{}
 		req.SetRequestURI(s.r.URL)
 		req.Header.SetMethod(s.r.Method)
+		req.UseHostHeader = true // the URL's host, or the plan's Host header, whatever address we dial
 		for k, val := range s.r.Headers {
 			if equalFold(k, "Host") {
-				req.UseHostHeader = true
 				req.Header.SetHost(val)
 				continue
 			}
@@ -81,27 +84,40 @@ func newVU(e *Engine, id int) *vu {
 	return v
 }
 
-func newHostClient(e *Engine, s reqSpec, shard *metrics.Shard) *fasthttp.HostClient {
-	ct := e.opts.ConnectTimeout
+// client returns the VU's client for an address, creating it on first use (at start for the plan's
+// requests, later only for redirect targets).
+func (v *vu) client(isTLS bool, addr, sni string) *fasthttp.HostClient {
+	key := addr
+	if isTLS {
+		key = "tls://" + addr
+	}
+	for _, c := range v.clients {
+		if c.key == key {
+			return c.client
+		}
+	}
+	e := v.e
+	ct := e.p.HTTP.ConnectTimeout.D()
 	if ct <= 0 {
 		ct = e.p.HTTP.Timeout.D()
 	}
 	c := &fasthttp.HostClient{
-		Addr:                          s.addr,
-		IsTLS:                         s.tls,
+		Addr:                          addr,
+		IsTLS:                         isTLS,
 		MaxConns:                      1,
 		MaxIdemponentCallAttempts:     1,
 		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		DialTimeout:                   dialer(shard, e.rec, ct),
-		NoDefaultUserAgentHeader:      false,
+		DialTimeout:                   dialer(v.shard, e.rec, ct),
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		MaxIdleConnDuration:           time.Hour,
+		StreamResponseBody:            v.streaming,
 		Name:                          "volley",
 	}
-	if s.tls {
-		c.TLSConfig = &tls.Config{InsecureSkipVerify: e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
+	if isTLS {
+		c.TLSConfig = &tls.Config{ServerName: sni, InsecureSkipVerify: e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
 	}
+	v.clients = append(v.clients, hostClient{key: key, client: c})
 	return c
 }
 
@@ -110,30 +126,17 @@ func equalFold(a, b string) bool {
 		return false
 	}
 	for i := 0; i < len(a); i++ {
-		x, y := a[i]|0x20, b[i]|0x20
-		if x != y {
+		if a[i]|0x20 != b[i]|0x20 {
 			return false
 		}
 	}
 	return true
 }
 
-func (v *vu) run() {
-	v.e.rec.VUStarted()
-	defer v.e.rec.VUStopped()
-	for it := 0; v.maxIters == 0 || it < v.maxIters; it++ {
-		if v.e.stop.Load() {
-			return
-		}
-		now := time.Now()
-		if !now.Before(v.e.end) {
-			return
-		}
-		v.do(v.pick(), now)
-		if v.state.Load() == abandoned {
-			return
-		}
-	}
+// iteration runs one iteration: one request picked by weight. due is when it should have started
+// (latency is measured from it), sent when it actually starts.
+func (v *vu) iteration(due, sent time.Time) {
+	v.do(v.pick(), due, sent)
 }
 
 // pick chooses the next request by weight (cumulative weights, one random draw).
@@ -151,37 +154,143 @@ func (v *vu) pick() *vuReq {
 	return &v.reqs[len(v.reqs)-1]
 }
 
-// do sends one request that was due at `due` and records its outcome.
-func (v *vu) do(r *vuReq, due time.Time) {
+// do sends one logical request (following redirects when asked) and records its outcome.
+func (v *vu) do(r *vuReq, due, sent time.Time) {
+	e := v.e
 	deadline := due.Add(v.timeout)
+	if due.Before(sent) {
+		deadline = sent.Add(v.timeout)
+	}
 	cut := false
-	if deadline.After(v.e.hardStop) {
-		deadline, cut = v.e.hardStop, true
+	if deadline.After(e.hardStop) {
+		deadline, cut = e.hardStop, true
 	}
 	if !v.state.CompareAndSwap(idle, inFlight) {
 		return // abandoned before it could start
 	}
-	sent := time.Now()
-	err := r.client.DoDeadline(r.req, v.resp, deadline)
+	body, err := v.exchange(r.client, r.req, deadline)
+	kind := classify(err)
+	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
+		body, kind = v.follow(r.req, deadline)
+	}
 	done := time.Now()
 	if !v.state.CompareAndSwap(inFlight, idle) {
 		return // the engine gave up on this request and counted it as interrupted
 	}
-	kind := classify(err)
-	if cut && (kind == metrics.Timeout || kind == metrics.ConnectTimeout) && !done.Before(v.e.hardStop) {
+	if cut && (kind == metrics.Timeout || kind == metrics.ConnectTimeout) && !done.Before(e.hardStop) {
 		v.shard.Interrupted()
 		return
 	}
 	o := metrics.Outcome{Kind: kind}
-	if err == nil {
+	if kind == metrics.KindNone || kind == metrics.RedirectLoop && v.resp.StatusCode() > 0 {
 		status := v.resp.StatusCode()
 		o.Status = status
 		o.LatencyUs = done.Sub(due).Microseconds()
 		o.ServiceUs = done.Sub(sent).Microseconds()
-		o.BodyBytes = int64(len(v.resp.Body()))
-		o.Kind = judge(status, r.checks)
+		o.BodyBytes = body
+		if kind == metrics.KindNone {
+			o.Kind = judge(status, r.checks)
+		}
 	}
 	v.shard.Record(o)
+}
+
+// exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:
+// they are read into the reused response buffer, or streamed through scratch once a VU has seen a
+// large one.
+func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request, deadline time.Time) (int64, error) {
+	if err := c.DoDeadline(req, v.resp, deadline); err != nil {
+		return 0, err
+	}
+	if v.streaming {
+		if s := v.resp.BodyStream(); s != nil {
+			if v.scratch == nil {
+				v.scratch = make([]byte, 32<<10)
+			}
+			n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{s}, v.scratch)
+			_ = v.resp.CloseBodyStream()
+			return n, err
+		}
+		return int64(len(v.resp.Body())), nil
+	}
+	n := len(v.resp.Body())
+	if n > streamAbove {
+		v.startStreaming()
+	}
+	return int64(n), nil
+}
+
+// startStreaming switches this VU's clients to streamed bodies and drops its large buffer.
+func (v *vu) startStreaming() {
+	v.streaming = true
+	for _, c := range v.clients {
+		c.client.StreamResponseBody = true
+	}
+	v.resp = &fasthttp.Response{}
+}
+
+func isRedirect(status int) bool {
+	return status == 301 || status == 302 || status == 303 || status == 307 || status == 308
+}
+
+// follow follows the redirect in v.resp until a non-redirect answer, within the same deadline; a
+// chain is one logical request. More than max_redirects hops is a redirect_loop error.
+func (v *vu) follow(orig *fasthttp.Request, deadline time.Time) (int64, metrics.ErrorKind) {
+	if v.redirect == nil {
+		v.redirect = &fasthttp.Request{}
+	}
+	req := v.redirect
+	orig.CopyTo(req)
+	var body int64
+	for hop := 1; ; hop++ {
+		status := v.resp.StatusCode()
+		if !isRedirect(status) {
+			return body, metrics.KindNone
+		}
+		if hop > v.e.p.HTTP.MaxRedirects {
+			return body, metrics.RedirectLoop
+		}
+		loc := v.resp.Header.Peek("Location")
+		if len(loc) == 0 {
+			return body, metrics.KindNone // a 3xx without Location is an answer
+		}
+		req.URI().UpdateBytes(loc)
+		if status == 301 || status == 302 || status == 303 {
+			if !bytes.Equal(req.Header.Method(), []byte("HEAD")) {
+				req.Header.SetMethod("GET")
+			}
+			req.ResetBody()
+		}
+		u := req.URI()
+		isTLS := bytes.Equal(u.Scheme(), []byte("https"))
+		scheme := "http"
+		if isTLS {
+			scheme = "https"
+		}
+		host := string(u.Host())
+		req.Header.SetHostBytes(u.Host())
+		c := v.client(isTLS, v.e.addrFor(scheme, host), hostname(host))
+		n, err := v.exchange(c, req, deadline)
+		body = n
+		if err != nil {
+			return 0, classify(err)
+		}
+	}
+}
+
+func hostname(hostport string) string {
+	if i := bytes.LastIndexByte([]byte(hostport), ':'); i > 0 && hostport[0] != '[' {
+		return hostport[:i]
+	}
+	return hostport
+}
+
+// closeConns closes the VU's idle keep-alive connections when it stops, so a finished run holds no
+// sockets (and fasthttp's idle-connection cleaner goroutines end).
+func (v *vu) closeConns() {
+	for _, c := range v.clients {
+		c.client.CloseIdleConnections()
+	}
 }
 
 // abandon is called by the engine after the grace period: a request still in flight is counted

@@ -66,11 +66,12 @@ type Shard struct {
 	lat         *AtomicHist // every request with a complete response
 	latOK       *AtomicHist // successful requests only
 	svc         *AtomicHist // service time (actual send → last byte)
+	lag         *AtomicHist // schedule lag: actual start − scheduled start (open models)
 	_           [64]byte    // keep neighbouring shards off this one's cache lines
 }
 
 func newShard() *Shard {
-	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist()}
+	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist(), lag: NewAtomicHist()}
 }
 
 // Record counts one finished request: a success, or one error kind.
@@ -92,6 +93,9 @@ func (s *Shard) Record(o Outcome) {
 	}
 	atomic.AddUint64(&s.kinds[o.Kind], 1)
 }
+
+// Lag records how late (µs) an iteration started against its schedule (open models).
+func (s *Shard) Lag(us int64) { s.lag.Record(us) }
 
 // Interrupted counts a request cut off by the end of the run (not a target error).
 func (s *Shard) Interrupted() { s.interrupted.Add(1) }
@@ -152,12 +156,12 @@ type Counts struct {
 	BytesIn, BodyBytesIn, BytesOut            int64
 	Status                                    [maxStatus]int64
 	Kinds                                     [numKinds]int64
-	Lat, LatOK, Svc                           []int64 // histogram counts
-	LatSum, LatOKSum, SvcSum                  uint64  // exact µs sums
+	Lat, LatOK, Svc, Lag                      []int64 // histogram counts
+	LatSum, LatOKSum, SvcSum, LagSum          uint64  // exact µs sums
 }
 
 func newCounts() *Counts {
-	return &Counts{Lat: make([]int64, CountsLen), LatOK: make([]int64, CountsLen), Svc: make([]int64, CountsLen)}
+	return &Counts{Lat: make([]int64, CountsLen), LatOK: make([]int64, CountsLen), Svc: make([]int64, CountsLen), Lag: make([]int64, CountsLen)}
 }
 
 // NewCounts returns zeroed counts with histogram arrays allocated.
@@ -166,11 +170,12 @@ func NewCounts() *Counts { return newCounts() }
 // Read fills dst with the cumulative totals of all shards. Values recorded while Read runs land in
 // this reading or the next one, never both and never neither.
 func (r *Recorder) Read(dst *Counts) {
-	lat, latOK, svc := dst.Lat, dst.LatOK, dst.Svc
+	lat, latOK, svc, lag := dst.Lat, dst.LatOK, dst.Svc, dst.Lag
 	clear(lat)
 	clear(latOK)
 	clear(svc)
-	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc}
+	clear(lag)
+	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc, Lag: lag}
 	for _, s := range r.shards {
 		dst.Successes += int64(s.successes.Load())
 		dst.Interrupted += int64(s.interrupted.Load())
@@ -186,6 +191,7 @@ func (r *Recorder) Read(dst *Counts) {
 		dst.LatSum += s.lat.AddTo(lat)
 		dst.LatOKSum += s.latOK.AddTo(latOK)
 		dst.SvcSum += s.svc.AddTo(svc)
+		dst.LagSum += s.lag.AddTo(lag)
 	}
 	dst.Dropped = int64(r.dropped.Load())
 	dst.Requests = dst.Successes
@@ -213,10 +219,12 @@ func (d *Counts) Sub(cur, prev *Counts) {
 		d.Lat[i] = cur.Lat[i] - prev.Lat[i]
 		d.LatOK[i] = cur.LatOK[i] - prev.LatOK[i]
 		d.Svc[i] = cur.Svc[i] - prev.Svc[i]
+		d.Lag[i] = cur.Lag[i] - prev.Lag[i]
 	}
 	d.LatSum = cur.LatSum - prev.LatSum
 	d.LatOKSum = cur.LatOKSum - prev.LatOKSum
 	d.SvcSum = cur.SvcSum - prev.SvcSum
+	d.LagSum = cur.LagSum - prev.LagSum
 }
 
 // Errors is the number of failed requests.

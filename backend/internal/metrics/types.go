@@ -7,6 +7,9 @@ type ClientSample struct {
 	Goroutines int     `json:"goroutines"`
 	OpenConns  int64   `json:"open_conns"`
 	GCPauseMs  float64 `json:"gc_pause_ms"` // stop-the-world pause time in this second
+	// ScheduleLagP99Ms is the 99th percentile of how late iterations started against their
+	// schedule in this second (open models; 0 otherwise).
+	ScheduleLagP99Ms float64 `json:"schedule_lag_p99_ms"`
 }
 
 // Sample is one second of a run: the unit of the live stream, the stored series and the charts.
@@ -68,6 +71,7 @@ type Summary struct {
 	Latency               Latency              `json:"latency_ms"`
 	LatencySuccess        Latency              `json:"latency_ms_success"`
 	ServiceTime           Latency              `json:"service_time_ms"`
+	ScheduleLag           Latency              `json:"schedule_lag_ms"`
 	StatusCodes           map[string]int64     `json:"status_codes"`
 	ErrorKinds            map[string]int64     `json:"error_kinds"`
 	BytesIn               int64                `json:"bytes_in"`
@@ -76,10 +80,27 @@ type Summary struct {
 	Client                ClientSummary        `json:"client"`
 	Thresholds            []ThresholdResult    `json:"thresholds"`
 	ByName                map[string]NameStats `json:"by_name"`
+	Sweep                 []SweepRow           `json:"sweep,omitempty"`
+	Executor              string               `json:"executor"`
 	Seconds               int                  `json:"seconds"`
 	GeneratorBoundSeconds int                  `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
+}
+
+// SweepRow is one level of a concurrency sweep: the capacity table of the published comparisons.
+type SweepRow struct {
+	VUs        int     `json:"vus"`
+	DurationS  float64 `json:"duration_s"`
+	Requests   int64   `json:"requests"`
+	RPS        float64 `json:"rps"`
+	P50        float64 `json:"p50_ms"`
+	P90        float64 `json:"p90_ms"`
+	P99        float64 `json:"p99_ms"`
+	ErrorRate  float64 `json:"error_rate"`
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+	Knee       bool    `json:"knee"`
 }
 
 // ThresholdsOK reports whether every threshold passed (true when there are none).

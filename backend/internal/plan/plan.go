@@ -16,10 +16,8 @@ import (
 	"time"
 )
 
-// Executor names, as k6 calls them (users know these words).
+// Defaults and bounds.
 const (
-	ConstantVUs      = "constant-vus"
-	PerVUIterations  = "per-vu-iterations"
 	DefaultTimeout   = 10 * time.Second
 	DefaultGrace     = 5 * time.Second
 	DefaultRedirects = 10
@@ -55,28 +53,17 @@ type Check struct {
 	Value float64 `json:"value"`
 }
 
-// Load is the load model. Which fields apply depends on Executor:
-//   - constant-vus: VUs, Duration
-//   - per-vu-iterations: VUs, Iterations, MaxDuration (default 10m)
-//
-// GracefulStop bounds how long requests in flight at the end may take before they are cut off and
-// reported as interrupted.
-type Load struct {
-	Executor     string   `json:"executor"`
-	VUs          int      `json:"vus"`
-	Duration     Duration `json:"duration,omitempty"`
-	Iterations   int      `json:"iterations,omitempty"`
-	MaxDuration  Duration `json:"max_duration,omitempty"`
-	GracefulStop Duration `json:"graceful_stop"`
-}
-
 // HTTP holds client options. KeepAlive is a pointer so that an absent field means the default (true).
 type HTTP struct {
 	Timeout            Duration `json:"timeout"`
+	ConnectTimeout     Duration `json:"connect_timeout,omitempty"`
 	KeepAlive          *bool    `json:"keep_alive"`
 	FollowRedirects    bool     `json:"follow_redirects"`
 	MaxRedirects       int      `json:"max_redirects"`
 	InsecureSkipVerify bool     `json:"insecure_skip_verify"`
+	// Hosts overrides name resolution: "api.example.test" → "127.0.0.1:8443" (or an IP). The URL's
+	// host still goes into the Host header and TLS SNI.
+	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
 // KeepAliveOn reports whether connections are reused (the default).
@@ -189,15 +176,7 @@ func (p *Plan) Defaults() {
 			r.Name = r.Method + " " + r.URL
 		}
 	}
-	if p.Load.Executor == "" {
-		p.Load.Executor = ConstantVUs
-	}
-	if p.Load.GracefulStop == 0 {
-		p.Load.GracefulStop = Duration(DefaultGrace)
-	}
-	if p.Load.Executor == PerVUIterations && p.Load.MaxDuration == 0 {
-		p.Load.MaxDuration = Duration(10 * time.Minute)
-	}
+	p.Load.defaults()
 	if p.HTTP.Timeout == 0 {
 		p.HTTP.Timeout = Duration(DefaultTimeout)
 	}
@@ -259,39 +238,7 @@ func (p *Plan) Validate() error {
 			}
 		}
 	}
-	l := p.Load
-	switch l.Executor {
-	case ConstantVUs:
-		if l.Duration <= 0 {
-			v.add("load.duration", "is required for constant-vus and must be positive (e.g. \"30s\")")
-		}
-		if l.Iterations != 0 {
-			v.add("load.iterations", "applies only to per-vu-iterations")
-		}
-	case PerVUIterations:
-		if l.Iterations < 1 {
-			v.add("load.iterations", "must be at least 1 for per-vu-iterations")
-		}
-		if l.Duration != 0 {
-			v.add("load.duration", "does not apply to per-vu-iterations (use max_duration)")
-		}
-		if l.MaxDuration < 0 {
-			v.add("load.max_duration", "must be positive")
-		}
-	default:
-		v.add("load.executor", fmt.Sprintf("%q is not a supported executor (constant-vus, per-vu-iterations)", l.Executor))
-	}
-	if l.VUs < 1 {
-		v.add("load.vus", "must be at least 1")
-	} else if l.VUs > MaxVUs {
-		v.add("load.vus", fmt.Sprintf("must be at most %d", MaxVUs))
-	}
-	if l.Duration > Duration(24*time.Hour) {
-		v.add("load.duration", "must be at most 24h")
-	}
-	if l.GracefulStop < 0 {
-		v.add("load.graceful_stop", "must not be negative")
-	}
+	p.Load.validate(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")
 	} else if p.HTTP.Timeout > Duration(time.Hour) {
@@ -299,6 +246,14 @@ func (p *Plan) Validate() error {
 	}
 	if p.HTTP.MaxRedirects < 0 {
 		v.add("http.max_redirects", "must not be negative")
+	}
+	if p.HTTP.ConnectTimeout < 0 {
+		v.add("http.connect_timeout", "must not be negative")
+	}
+	for name, addr := range p.HTTP.Hosts {
+		if name == "" || addr == "" || strings.ContainsAny(name+addr, " /") {
+			v.add("http.hosts", fmt.Sprintf("%q → %q is not a host → address mapping", name, addr))
+		}
 	}
 	for i, t := range p.Thresholds {
 		if _, err := ParseThreshold(t); err != nil {

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"time"
+)
+
+// dropTolerance is how late an open-model iteration may be claimed and still run: an iteration no
+// VU could take within this time of its scheduled start found no free VU, and is counted as a
+// dropped iteration (never silently delayed).
+const dropTolerance = 10 * time.Millisecond
+
+// openLoop runs the arrival-rate executors (open model). Iterations are numbered; iteration i is
+// due at start + schedule(i) whatever the target does. Each free VU claims the next number (one
+// atomic add), sleeps until it is due, and runs it; latency is measured from the due time, so a
+// stalled target shows up in the percentiles (coordinated omission corrected) while the service
+// time (actual send → last byte) is kept beside it. When the last waiting VU starts work, another
+// VU is added, up to max_vus, so that a VU is free for the next arrival.
+func (v *vu) openLoop() {
+	e := v.e
+	for {
+		if e.stop.Load() || v.state.Load() == abandoned {
+			return
+		}
+		i := e.next.Add(1) - 1
+		off, ok := e.sched.at(i)
+		if !ok {
+			return
+		}
+		due := e.start.Add(off)
+		if !due.Before(e.end) {
+			return
+		}
+		now := time.Now()
+		if wait := due.Sub(now); wait > 0 {
+			e.waiting.Add(1)
+			for wait > 0 && !e.stop.Load() {
+				time.Sleep(min(wait, parkStep))
+				now = time.Now()
+				wait = due.Sub(now)
+			}
+			if e.waiting.Add(-1) == 0 {
+				e.grow()
+			}
+			if e.stop.Load() {
+				return
+			}
+		} else if -wait > dropTolerance {
+			e.rec.Dropped()
+			continue
+		} else if e.waiting.Load() == 0 {
+			e.grow()
+		}
+		v.shard.Lag(now.Sub(due).Microseconds())
+		e.rec.VUStarted()
+		v.iteration(due, now)
+		e.rec.VUStopped()
+	}
+}
+
+// grow adds one VU to an open-model pool unless it has max_vus already.
+func (e *Engine) grow() {
+	for {
+		n := e.pool.Load()
+		if n >= e.maxVUs {
+			return
+		}
+		if e.pool.CompareAndSwap(n, n+1) {
+			e.spawn((*vu).openLoop)
+			return
+		}
+	}
+}

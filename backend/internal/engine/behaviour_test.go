@@ -1,0 +1,348 @@
+package engine
+
+// Behaviour tests: a loopback target with one controlled misbehaviour, a load, and the answer a
+// correct load tester must give (issue "Engine: measurements that stay right against misbehaving
+// servers"). Tolerances allow for timer granularity on a shared 2-core machine.
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+func openPlan(url string, rate int, dur string, maxVUs int, timeout string, extra string) string {
+	return fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":%d,"duration":%q,"pre_allocated_vus":10,"max_vus":%d},
+		"http":{"timeout":%q%s}}`, url, rate, dur, maxVUs, timeout, extra)
+}
+
+func closedPlan(url string, vus int, dur string, timeout string, extra string) string {
+	return fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],
+		"load":{"executor":"constant-vus","vus":%d,"duration":%q},
+		"http":{"timeout":%q%s}}`, url, vus, dur, timeout, extra)
+}
+
+func between(t *testing.T, what string, v, lo, hi float64) {
+	t.Helper()
+	if v < lo || v > hi {
+		t.Errorf("%s = %.4g, want %.4g–%.4g", what, v, lo, hi)
+	}
+}
+
+// stallTarget answers at once, except that every request arriving between 2 s and 4 s after
+// t0 is held until the 4 s mark.
+func stallTarget(t *testing.T) (*testutil.Target, *time.Time) {
+	var t0 time.Time
+	var mu sync.Mutex
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		start := t0
+		mu.Unlock()
+		el := time.Since(start)
+		if el >= 2*time.Second && el < 4*time.Second {
+			time.Sleep(4*time.Second - el)
+		}
+	})
+	return tg, &t0
+}
+
+func TestOpenModelSeesAStallInItsPercentiles(t *testing.T) {
+	t.Parallel()
+	tg, t0 := stallTarget(t)
+	p := mustPlan(t, openPlan(tg.URL, 100, "6s", 400, "5s", ""))
+	*t0 = time.Now()
+	sum, _ := run(t, p)
+	between(t, "requests", float64(sum.Requests), 597, 603)
+	if sum.Errors != 0 || sum.DroppedIterations != 0 {
+		t.Errorf("errors %v dropped %d", sum.ErrorKinds, sum.DroppedIterations)
+	}
+	l := sum.Latency
+	between(t, "p50 ms", l.P50, 0, 5)
+	between(t, "p90 ms", l.P90, 1250, 1550)
+	between(t, "p99 ms", l.P99, 1850, 2050)
+	between(t, "max ms", l.Max, 0, 2100)
+	checkOrdered(t, l)
+	if sum.Requests+sum.Interrupted != tg.Requests() {
+		t.Errorf("volley %d, target %d", sum.Requests, tg.Requests())
+	}
+	// Achieved arrival rate while the target keeps up: within 1% of 100/s.
+	between(t, "send rate", sum.SendRate, 99, 101)
+}
+
+func TestClosedModelKeepsTheStalledRequest(t *testing.T) {
+	t.Parallel()
+	tg, t0 := stallTarget(t)
+	p := mustPlan(t, closedPlan(tg.URL, 1, "6s", "5s", ""))
+	*t0 = time.Now()
+	sum, _ := run(t, p)
+	between(t, "max ms", sum.Latency.Max, 1900, 2100)
+	if sum.Errors != 0 || sum.Requests+sum.Interrupted != tg.Requests() {
+		t.Errorf("errors %v; volley %d target %d", sum.ErrorKinds, sum.Requests, tg.Requests())
+	}
+}
+
+func TestOpenModelAgainstASlowTarget(t *testing.T) {
+	t.Parallel()
+	var inFlight, peak atomic.Int64
+	var first, last atomic.Int64
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		last.Store(now)
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Second)
+		inFlight.Add(-1)
+	})
+	start := time.Now()
+	sum, _ := run(t, mustPlan(t, openPlan(tg.URL, 20, "5s", 100, "10s", "")))
+	took := time.Since(start)
+	between(t, "requests", float64(sum.Requests), 99, 101)
+	between(t, "last sent after first (s)", time.Duration(last.Load()-first.Load()).Seconds(), 4.8, 5.0)
+	between(t, "peak in flight", float64(peak.Load()), 38, 42)
+	between(t, "min ms", sum.Latency.Min, 1995, 2100) // HDR buckets: 0.1% precision
+	between(t, "max ms", sum.Latency.Max, 2000, 2100)
+	between(t, "run length (s)", took.Seconds(), 6.9, 7.5)
+	between(t, "send rate", sum.SendRate, 19.8, 20.2)
+	if sum.RPS <= 0 || sum.RPS >= sum.SendRate {
+		t.Errorf("completion rate %.2f should be below the send rate %.2f (the run lasts 7 s)", sum.RPS, sum.SendRate)
+	}
+	if sum.Errors != 0 || tg.Requests() != sum.Requests {
+		t.Errorf("errors %v; volley %d target %d", sum.ErrorKinds, sum.Requests, tg.Requests())
+	}
+}
+
+func TestClosedModelAccountsForEveryRequest(t *testing.T) {
+	t.Parallel()
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(800 * time.Millisecond) })
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 10, "3s", "5s", "")))
+	if tg.Requests() != 40 {
+		t.Errorf("target received %d, want 40", tg.Requests())
+	}
+	if sum.Requests+sum.Interrupted != 40 || sum.Errors != 0 {
+		t.Errorf("requests %d interrupted %d errors %v", sum.Requests, sum.Interrupted, sum.ErrorKinds)
+	}
+	between(t, "p50 ms", sum.Latency.P50, 800, 830)
+}
+
+func TestConnectionCloseEveryResponse(t *testing.T) {
+	t.Parallel()
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		w.Header().Set("Connection", "close")
+	})
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 4, "3s", "1s", "")))
+	if sum.Errors != 0 {
+		t.Errorf("errors %v", sum.ErrorKinds)
+	}
+	between(t, "rps", sum.RPS, 65, 80)
+	between(t, "p50 ms", sum.Latency.P50, 50, 56)
+	if tg.Conns() < sum.Requests {
+		t.Errorf("%d connections for %d requests with Connection: close", tg.Conns(), sum.Requests)
+	}
+}
+
+func TestBodilessResponses(t *testing.T) {
+	cases := map[string]string{
+		"HEAD with Content-Length": "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n",
+		"HEAD announcing chunked":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"204 No Content":           "HTTP/1.1 204 No Content\r\n\r\n",
+		"304 Not Modified":         "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n",
+	}
+	for name, resp := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer { return testutil.RawAnswer{Bytes: []byte(resp)} })
+			method := "GET"
+			if strings.HasPrefix(name, "HEAD") {
+				method = "HEAD"
+			}
+			js := fmt.Sprintf(`{"name":"t","requests":[{"method":%q,"url":"http://%s/"}],"load":{"vus":2,"duration":"2s"},"http":{"timeout":"1s"}}`, method, srv.Addr)
+			sum, _ := run(t, mustPlan(t, js))
+			if sum.Errors != 0 || sum.Requests == 0 {
+				t.Fatalf("requests %d errors %v", sum.Requests, sum.ErrorKinds)
+			}
+			between(t, "p99 ms", sum.Latency.P99, 0, 20)
+			if sum.BodyBytesIn != 0 {
+				t.Errorf("body bytes %d", sum.BodyBytesIn)
+			}
+			if sum.Requests+sum.Interrupted != srv.Requests() {
+				t.Errorf("volley %d target %d", sum.Requests, srv.Requests())
+			}
+			if strings.HasPrefix(name, "304") && sum.StatusCodes["304"] != sum.Requests {
+				t.Errorf("304s: %v", sum.StatusCodes)
+			}
+		})
+	}
+}
+
+func TestOneConnectionPerVU(t *testing.T) {
+	t.Parallel()
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Millisecond) })
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 8, "3s", "1s", "")))
+	if tg.Conns() != 8 || sum.Errors != 0 {
+		t.Errorf("target saw %d connections (want 8), errors %v", tg.Conns(), sum.ErrorKinds)
+	}
+}
+
+func TestStatusMixIsCountedAsTheTargetSentIt(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	var sent503, sent200 atomic.Int64
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			w.WriteHeader(404)
+			return
+		}
+		if n.Add(1)%10 < 3 {
+			sent503.Add(1)
+			w.WriteHeader(503)
+			return
+		}
+		sent200.Add(1)
+	})
+	sum, samples := run(t, mustPlan(t, closedPlan(tg.URL+"/", 4, "2s", "1s", "")))
+	if sum.StatusCodes["503"] != sent503.Load() || sum.StatusCodes["200"] != sent200.Load() {
+		t.Errorf("volley %v, target sent 200×%d 503×%d", sum.StatusCodes, sent200.Load(), sent503.Load())
+	}
+	between(t, "error rate", sum.ErrorRate, 0.29, 0.31)
+	if sum.ErrorKinds["status_5xx"] != sum.StatusCodes["503"] {
+		t.Errorf("kinds %v", sum.ErrorKinds)
+	}
+	var tps float64
+	for _, s := range samples {
+		tps += s.RPS * s.IntervalS
+	}
+	between(t, "TPS × seconds", tps, float64(sum.Requests)*0.995, float64(sum.Requests)*1.005) // rps and interval_s are rounded
+
+	sum404, _ := run(t, mustPlan(t, closedPlan(tg.URL+"/missing", 2, "1s", "1s", "")))
+	if sum404.RPS <= 0 || sum404.ErrorKinds["status_4xx"] != sum404.Requests {
+		t.Errorf("all-404: rps %.1f kinds %v", sum404.RPS, sum404.ErrorKinds)
+	}
+}
+
+func redirectTarget(t *testing.T) *testutil.Target {
+	return testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		switch r.URL.Path {
+		case "/":
+			http.Redirect(w, r, "/final", http.StatusFound)
+		case "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			w.Write([]byte("final"))
+		}
+	})
+}
+
+func TestRedirects(t *testing.T) {
+	t.Run("not following", func(t *testing.T) {
+		t.Parallel()
+		tg := redirectTarget(t)
+		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", "")))
+		if sum.StatusCodes["302"] != 40 || sum.Errors != 0 || tg.Requests() != 40 {
+			t.Errorf("codes %v errors %v target %d", sum.StatusCodes, sum.ErrorKinds, tg.Requests())
+		}
+	})
+	t.Run("following", func(t *testing.T) {
+		t.Parallel()
+		tg := redirectTarget(t)
+		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", `,"follow_redirects":true`)))
+		if sum.StatusCodes["200"] != 40 || sum.Requests != 40 || sum.Errors != 0 || tg.Requests() != 80 {
+			t.Errorf("codes %v requests %d errors %v target %d", sum.StatusCodes, sum.Requests, sum.ErrorKinds, tg.Requests())
+		}
+		between(t, "p50 ms", sum.Latency.P50, 40, 50)
+	})
+	t.Run("loop", func(t *testing.T) {
+		t.Parallel()
+		tg := redirectTarget(t)
+		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/loop", 20, "2s", 20, "2s", `,"follow_redirects":true,"max_redirects":5`)))
+		if sum.ErrorKinds["redirect_loop"] != 40 || sum.Requests != 40 || tg.Requests() != 240 {
+			t.Errorf("kinds %v requests %d target %d (want 6 per request)", sum.ErrorKinds, sum.Requests, tg.Requests())
+		}
+	})
+}
+
+func TestTimeoutsCoverTheWholeExchange(t *testing.T) {
+	t.Run("hang", func(t *testing.T) {
+		t.Parallel()
+		var n atomic.Int64
+		tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1)%2 == 0 {
+				select {
+				case <-time.After(5 * time.Second):
+				case <-r.Context().Done():
+				}
+			}
+		})
+		sum, _ := run(t, mustPlan(t, openPlan(tg.URL, 20, "4s", 100, "1s", "")))
+		if sum.Successes != 40 || sum.ErrorKinds["timeout"] != 40 || tg.Requests() != 80 {
+			t.Errorf("successes %d kinds %v target %d", sum.Successes, sum.ErrorKinds, tg.Requests())
+		}
+		between(t, "max ms", sum.Latency.Max, 0, 1050)
+	})
+	t.Run("trickle", func(t *testing.T) {
+		t.Parallel()
+		tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "20")
+			w.WriteHeader(200)
+			for i := 0; i < 20; i++ {
+				w.Write([]byte("x"))
+				w.(http.Flusher).Flush()
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
+		})
+		sum, _ := run(t, mustPlan(t, openPlan(tg.URL, 5, "3s", 20, "1s", "")))
+		if sum.ErrorKinds["timeout"] != 15 || sum.Requests != 15 || tg.Requests() != 15 {
+			t.Errorf("kinds %v requests %d target %d", sum.ErrorKinds, sum.Requests, tg.Requests())
+		}
+	})
+}
+
+func TestDeadTargets(t *testing.T) {
+	t.Run("port closed", func(t *testing.T) {
+		t.Parallel()
+		sum, _ := run(t, mustPlan(t, openPlan("http://"+testutil.ClosedPort(t)+"/", 50, "2s", 20, "1s", "")))
+		if sum.ErrorKinds["connect_refused"] != 100 || sum.Requests != 100 {
+			t.Errorf("kinds %v requests %d", sum.ErrorKinds, sum.Requests)
+		}
+	})
+	t.Run("reset after reading", func(t *testing.T) {
+		t.Parallel()
+		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer { return testutil.RawAnswer{Reset: true} })
+		sum, _ := run(t, mustPlan(t, openPlan("http://"+srv.Addr+"/", 50, "2s", 20, "1s", "")))
+		failed := sum.ErrorKinds["reset"] + sum.ErrorKinds["read"]
+		if failed != 100 || sum.Requests != 100 || srv.Requests() != 100 {
+			t.Errorf("kinds %v requests %d; target read %d (want 100, no retries)", sum.ErrorKinds, sum.Requests, srv.Requests())
+		}
+	})
+}
+
+func TestSamplesCarryScheduleLag(t *testing.T) {
+	t.Parallel()
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	sum, samples := run(t, mustPlan(t, openPlan(tg.URL, 200, "2s", 50, "1s", "")))
+	if sum.ScheduleLag.Max <= 0 || sum.ScheduleLag.P99 > 10 {
+		t.Errorf("schedule lag %+v", sum.ScheduleLag)
+	}
+	if len(samples) == 0 || samples[0].Client.ScheduleLagP99Ms <= 0 {
+		t.Errorf("samples lack schedule lag")
+	}
+	var _ = metrics.Sample{}
+}

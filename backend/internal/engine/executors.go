@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+// closedLoop runs constant-vus, per-vu-iterations and shared-iterations: the VU starts its next
+// iteration as soon as the previous one ends (closed model), so latency is measured from the
+// moment the VU begins each request.
+func (v *vu) closedLoop() {
+	e := v.e
+	e.rec.VUStarted()
+	defer e.rec.VUStopped()
+	l := e.p.Load
+	for it := 0; ; it++ {
+		if e.stop.Load() || v.state.Load() == abandoned {
+			return
+		}
+		now := time.Now()
+		if !now.Before(e.end) {
+			return
+		}
+		switch l.Executor {
+		case plan.PerVUIterations:
+			if it >= l.Iterations {
+				return
+			}
+		case plan.SharedIterations:
+			if e.next.Add(1) > int64(l.Iterations) {
+				return
+			}
+		}
+		v.iteration(now, now)
+	}
+}
+
+// parkStep bounds how long a parked VU sleeps before it looks at the stop flag again.
+const parkStep = 50 * time.Millisecond
+
+// profileLoop runs ramping-vus and concurrency-sweep: VU i works while the profile's value is at
+// least i+1, finishing its current iteration before it parks (k6's graceful ramp-down), and
+// sleeps until the profile next reaches it.
+func (v *vu) profileLoop() {
+	e := v.e
+	active := false
+	defer func() {
+		if active {
+			e.rec.VUStopped()
+		}
+	}()
+	for {
+		if e.stop.Load() || v.state.Load() == abandoned {
+			return
+		}
+		now := time.Now()
+		if !now.Before(e.end) {
+			return
+		}
+		elapsed := now.Sub(e.start)
+		if e.prof.value(elapsed) >= float64(v.id+1) {
+			if !active {
+				active = true
+				e.rec.VUStarted()
+			}
+			v.iteration(now, now)
+			continue
+		}
+		if active {
+			active = false
+			e.rec.VUStopped()
+		}
+		at, ok := e.prof.nextActive(v.id, elapsed)
+		if !ok {
+			return
+		}
+		time.Sleep(min(at-elapsed, parkStep))
+	}
+}

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"math"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+// profile is a piecewise-linear function of elapsed time: the number of active VUs of ramping-vus
+// (stages) or concurrency-sweep (steps). VU i (0-based) is active while value(t) ≥ i+1, so VUs are
+// added and removed one by one as the ramp passes each whole number.
+type profile struct {
+	segs []segment
+}
+
+type segment struct {
+	start, end time.Duration
+	from, to   float64
+}
+
+// rampProfile builds the profile of ramping-vus stages starting from startVUs.
+func rampProfile(startVUs int, stages []plan.Stage) profile {
+	var p profile
+	var t time.Duration
+	from := float64(startVUs)
+	for _, s := range stages {
+		d := s.Duration.D()
+		p.segs = append(p.segs, segment{start: t, end: t + d, from: from, to: float64(s.Target)})
+		t += d
+		from = float64(s.Target)
+	}
+	return p
+}
+
+// stepProfile builds the profile of a concurrency sweep: each level held for step.
+func stepProfile(levels []int, step time.Duration) profile {
+	var p profile
+	for i, n := range levels {
+		t := step * time.Duration(i)
+		p.segs = append(p.segs, segment{start: t, end: t + step, from: float64(n), to: float64(n)})
+	}
+	return p
+}
+
+// value is the profile at elapsed time t (0 after the end).
+func (p profile) value(t time.Duration) float64 {
+	for _, s := range p.segs {
+		if t >= s.start && t < s.end {
+			return s.from + (s.to-s.from)*float64(t-s.start)/float64(s.end-s.start)
+		}
+	}
+	return 0
+}
+
+// nextActive returns the earliest elapsed time ≥ t at which VU i is active, or false when it never
+// is again.
+func (p profile) nextActive(i int, t time.Duration) (time.Duration, bool) {
+	need := float64(i + 1)
+	for _, s := range p.segs {
+		if s.end <= t {
+			continue
+		}
+		lo := max(s.start, t)
+		if p.valueIn(s, lo) >= need {
+			return lo, true
+		}
+		if s.to > s.from && s.to >= need {
+			// from + (to-from)·(x-start)/(end-start) = need
+			x := s.start + time.Duration(math.Ceil((need-s.from)/(s.to-s.from)*float64(s.end-s.start)))
+			if x < s.end && x >= lo {
+				return x, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (p profile) valueIn(s segment, t time.Duration) float64 {
+	return s.from + (s.to-s.from)*float64(t-s.start)/float64(s.end-s.start)
+}
+
+// peak is the largest value of the profile.
+func (p profile) peak() int {
+	m := 0.0
+	for _, s := range p.segs {
+		m = max(m, s.from, s.to)
+	}
+	return int(m)
+}
+
+// schedule gives the scheduled start of the i-th iteration (0-based) of an arrival-rate executor:
+// the time t at which the cumulative arrivals N(t) = ∫rate reach i. Within a stage whose rate goes
+// linearly from r0 to r1 over D, N(s+τ) = N(s) + r0·τ + (r1−r0)·τ²/(2D); solving for τ with the
+// numerically stable root τ = 2Δ / (r0 + √(r0² + 2(r1−r0)Δ/D)), Δ = i − N(s).
+type schedule struct {
+	stages []rateStage
+}
+
+type rateStage struct {
+	start, dur float64 // seconds
+	r0, r1     float64 // iterations per second
+	n0, n1     float64 // cumulative arrivals at start and end
+}
+
+func newSchedule(startRate float64, stages []plan.Stage, unit time.Duration) schedule {
+	var sc schedule
+	per := float64(time.Second) / float64(unit)
+	t, n, r := 0.0, 0.0, startRate*per
+	for _, s := range stages {
+		d := s.Duration.D().Seconds()
+		r1 := float64(s.Target) * per
+		st := rateStage{start: t, dur: d, r0: r, r1: r1, n0: n, n1: n + (r+r1)*d/2}
+		sc.stages = append(sc.stages, st)
+		t, n, r = t+d, st.n1, r1
+	}
+	return sc
+}
+
+// at returns the scheduled offset of iteration i, or false when the schedule ends before it.
+func (sc schedule) at(i int64) (time.Duration, bool) {
+	x := float64(i)
+	for _, s := range sc.stages {
+		if x >= s.n1 {
+			continue
+		}
+		delta := x - s.n0
+		var tau float64
+		if s.r0 == s.r1 {
+			tau = delta / s.r0
+		} else {
+			tau = 2 * delta / (s.r0 + math.Sqrt(s.r0*s.r0+2*(s.r1-s.r0)*delta/s.dur))
+		}
+		return time.Duration((s.start + tau) * float64(time.Second)), true
+	}
+	return 0, false
+}
+
+// total is the number of iterations the schedule holds.
+func (sc schedule) total() float64 {
+	if len(sc.stages) == 0 {
+		return 0
+	}
+	return sc.stages[len(sc.stages)-1].n1
+}

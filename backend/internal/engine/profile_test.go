@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+func st(d time.Duration, target int) plan.Stage {
+	return plan.Stage{Duration: plan.Duration(d), Target: target}
+}
+
+func TestRampProfile(t *testing.T) {
+	p := rampProfile(0, []plan.Stage{st(10*time.Second, 10), st(10*time.Second, 10), st(5*time.Second, 0)})
+	if v := p.value(5 * time.Second); v != 5 {
+		t.Fatalf("value(5s) = %v", v)
+	}
+	if v := p.value(15 * time.Second); v != 10 {
+		t.Fatalf("value(15s) = %v", v)
+	}
+	// VU 4 (the 5th) starts when the ramp reaches 5, at 5 s.
+	if at, ok := p.nextActive(4, 0); !ok || at != 5*time.Second {
+		t.Fatalf("nextActive(4) = %v %v", at, ok)
+	}
+	// During the ramp-down VU 9 leaves at once and never comes back.
+	if _, ok := p.nextActive(9, 21*time.Second); ok {
+		t.Fatal("VU 9 active again in the ramp-down")
+	}
+	if at, ok := p.nextActive(0, 12*time.Second); !ok || at != 12*time.Second {
+		t.Fatalf("VU 0 mid-plateau: %v %v", at, ok)
+	}
+	if p.peak() != 10 {
+		t.Fatal("peak")
+	}
+}
+
+func TestStepProfile(t *testing.T) {
+	p := stepProfile([]int{10, 50}, 2*time.Second)
+	if p.value(time.Second) != 10 || p.value(3*time.Second) != 50 || p.value(5*time.Second) != 0 {
+		t.Fatal("step values")
+	}
+	if at, ok := p.nextActive(20, 0); !ok || at != 2*time.Second {
+		t.Fatalf("VU 20 starts with level 2: %v %v", at, ok)
+	}
+}
+
+func TestConstantSchedule(t *testing.T) {
+	sc := newSchedule(100, []plan.Stage{st(6*time.Second, 100)}, time.Second)
+	if sc.total() != 600 {
+		t.Fatalf("total %v", sc.total())
+	}
+	for _, i := range []int64{0, 1, 99, 599} {
+		at, ok := sc.at(i)
+		want := time.Duration(i) * 10 * time.Millisecond
+		if !ok || absDur(at-want) > time.Microsecond {
+			t.Errorf("at(%d) = %v, want %v", i, at, want)
+		}
+	}
+	if _, ok := sc.at(600); ok {
+		t.Error("iteration 600 of a 600-iteration schedule")
+	}
+}
+
+func TestRampingScheduleMatchesIntegral(t *testing.T) {
+	// 0 → 100/s over 10 s: N(t) = 5t², 500 arrivals; then 100/s for 5 s: 500 more.
+	sc := newSchedule(0, []plan.Stage{st(10*time.Second, 100), st(5*time.Second, 100)}, time.Second)
+	if sc.total() != 1000 {
+		t.Fatalf("total %v", sc.total())
+	}
+	for _, i := range []int64{1, 20, 125, 499} {
+		at, _ := sc.at(i)
+		want := math.Sqrt(float64(i) / 5)
+		if math.Abs(at.Seconds()-want) > 1e-6 {
+			t.Errorf("at(%d) = %.6f s, want %.6f", i, at.Seconds(), want)
+		}
+	}
+	at, _ := sc.at(750)
+	if math.Abs(at.Seconds()-12.5) > 1e-6 {
+		t.Errorf("at(750) = %v", at)
+	}
+	// Per-minute rates: 60/min is 1/s.
+	sc = newSchedule(0, []plan.Stage{st(10*time.Second, 60)}, time.Minute)
+	if math.Abs(sc.total()-5) > 1e-9 {
+		t.Errorf("per-minute total %v", sc.total())
+	}
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

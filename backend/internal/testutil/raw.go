@@ -1,0 +1,103 @@
+package testutil
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// RawServer is a loopback TCP server that parses HTTP/1.1 requests and answers each with bytes the
+// test chooses, for behaviours net/http will not produce (a HEAD announcing a chunked body, a
+// connection reset after reading the request).
+type RawServer struct {
+	Addr     string
+	requests atomic.Int64
+	conns    atomic.Int64
+	ln       net.Listener
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	open     map[net.Conn]struct{}
+}
+
+// RawAnswer is what a RawServer writes for one request; Reset closes the connection with an RST
+// instead of answering.
+type RawAnswer struct {
+	Bytes []byte
+	Reset bool
+	Close bool
+}
+
+// NewRawServer starts a raw server on 127.0.0.1; it is closed when the test ends.
+func NewRawServer(t testing.TB, answer func(r *http.Request) RawAnswer) *RawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &RawServer{Addr: ln.Addr().String(), ln: ln, open: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			s.mu.Lock()
+			s.open[c] = struct{}{}
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.serve(c, answer)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		s.mu.Lock()
+		for c := range s.open {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *RawServer) serve(c net.Conn, answer func(r *http.Request) RawAnswer) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.open, c)
+		s.mu.Unlock()
+		_ = c.Close()
+	}()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		s.requests.Add(1)
+		a := answer(req)
+		if a.Reset {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			return
+		}
+		if _, err := c.Write(a.Bytes); err != nil || a.Close {
+			return
+		}
+	}
+}
+
+// Requests is the number of requests the server read.
+func (s *RawServer) Requests() int64 { return s.requests.Load() }
+
+// Conns is the number of connections the server accepted.
+func (s *RawServer) Conns() int64 { return s.conns.Load() }
