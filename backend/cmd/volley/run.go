@@ -128,7 +128,11 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		if !t.OK {
 			mark = "FAILED"
 		}
-		fmt.Fprintf(tw, "threshold\t%s\t%s\t(value %g)\n", t.Expr, mark, t.Value)
+		val := "no data"
+		if t.Value != nil {
+			val = fmt.Sprintf("value %g", *t.Value)
+		}
+		fmt.Fprintf(tw, "threshold\t%s\t%s\t(%s)\n", t.Expr, mark, val)
 	}
 	_ = tw.Flush()
 }

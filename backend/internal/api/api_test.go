@@ -83,7 +83,7 @@ func TestPlanEndpoints(t *testing.T) {
 			[]string{`"code":"invalid_plan"`, `"load.vuz":"unknown field"`}},
 		{"invalid values", "POST", "/api/plans",
 			`{"name":"","requests":[{"url":"ftp://x"}],"load":{"vus":0,"duration":"1s"}}`, 400,
-			[]string{`"name":"is required"`, `"requests[0].url"`, `"load.vus":"must be at least 1"`}},
+			[]string{`"name":"is required"`, `"requests[0].url"`, `"load.vus":"must be at least 1`}},
 		{"not JSON", "POST", "/api/plans", `{"name":`, 400, []string{`"invalid_plan"`, "not valid JSON"}},
 		{"create", "POST", "/api/plans", valid, 201, []string{`"id":1`, `"graceful_stop":"5s"`, `"keep_alive":true`}},
 		{"get", "GET", "/api/plans/1", "", 200, []string{`"name":"api test"`}},
@@ -198,7 +198,7 @@ func checkStream(t *testing.T, who string, msgs []liveMsg) (samples int, summary
 func TestRunLifecycleLiveAndConflict(t *testing.T) {
 	a := newApp(t)
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello")) })
-	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "3s"))
+	_, p := a.do("POST", "/api/plans", strings.Replace(planJSON(tg.URL, 2, "3s"), `"http":`, `"thresholds":["p(99)<0.001ms"],"http":`, 1))
 	pid := int(p["id"].(float64))
 
 	st, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", pid), "")
@@ -232,6 +232,9 @@ func TestRunLifecycleLiveAndConflict(t *testing.T) {
 	if got["status"] != "finished" || got["summary"] == nil || got["ended_at"] == nil {
 		t.Fatalf("run after end: %v", got)
 	}
+	if got["thresholds_ok"] != false { // the plan's p(99)<0.001ms cannot pass
+		t.Errorf("thresholds_ok = %v, want false", got["thresholds_ok"])
+	}
 	summary := got["summary"].(map[string]any)
 	if int64(summary["requests"].(float64))+int64(summary["interrupted"].(float64)) != tg.Requests() {
 		t.Errorf("summary requests %v, target saw %d", summary["requests"], tg.Requests())
@@ -255,7 +258,7 @@ func TestRunLifecycleLiveAndConflict(t *testing.T) {
 	}
 
 	_, list := a.do("GET", fmt.Sprintf("/api/runs?plan_id=%d", pid), "")
-	if list["total"].(float64) != 1 {
+	if list["total"].(float64) != 1 || list["items"].([]any)[0].(map[string]any)["thresholds_ok"] != false {
 		t.Errorf("list: %v", list)
 	}
 	if st, _ := a.do("DELETE", fmt.Sprintf("/api/runs/%d", id), ""); st != 204 {

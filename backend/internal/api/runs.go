@@ -27,6 +27,9 @@ type runJSON struct {
 	P95Ms     float64    `json:"p95_ms"`
 	ErrorRate float64    `json:"error_rate"`
 	Error     string     `json:"error"`
+	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
+	// not ended.
+	ThresholdsOK *bool `json:"thresholds_ok"`
 }
 
 type runDetail struct {
@@ -38,7 +41,7 @@ type runDetail struct {
 func toRunJSON(r *store.Run) runJSON {
 	return runJSON{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
 		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
-		ErrorRate: r.ErrorRate, Error: r.Error}
+		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK}
 }
 
 func toRunDetail(r *store.Run) runDetail {

@@ -71,7 +71,8 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 	if sum != nil {
 		data, _ = json.Marshal(sum)
 		hist = []byte(sum.Hist)
-		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate}
+		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate,
+			ThresholdsOK: thresholdsOK(sum)}
 	}
 	msg := ""
 	if runErr != nil {
@@ -109,11 +110,20 @@ func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, s
 	if sum != nil {
 		data, _ = json.Marshal(sum)
 		r.DurationS, r.Requests, r.RPS, r.P95Ms, r.ErrorRate = sum.DurationS, sum.Requests, sum.RPS, sum.Latency.P95, sum.ErrorRate
+		r.ThresholdsOK = thresholdsOK(sum)
 	}
 	k.Hub.Close(runID, summaryMessage(data, r))
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// thresholdsOK is nil for a run without thresholds.
+func thresholdsOK(sum *metrics.Summary) *bool {
+	if len(sum.Thresholds) == 0 {
+		return nil
+	}
+	return ptr(sum.ThresholdsOK())
+}
 
 // Live stream messages: {"type":"sample","data":…} and {"type":"summary","data":…,"run":…}.
 type liveMessage struct {

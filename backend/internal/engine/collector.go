@@ -201,8 +201,11 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		s.Sweep = c.sweepRows()
 	}
 	for _, th := range c.e.thresholds {
-		v := thresholdValue(th.Metric, th.Percentile, s, lat)
-		s.Thresholds = append(s.Thresholds, metrics.ThresholdResult{Expr: th.Expr, Value: v, OK: th.Pass(v)})
+		r := metrics.ThresholdResult{Expr: th.Expr}
+		if v, ok := thresholdValue(th.Metric, th.Percentile, s, lat); ok {
+			r.Value, r.OK = &v, th.Pass(v)
+		}
+		s.Thresholds = append(s.Thresholds, r)
 	}
 	return s
 }

@@ -210,3 +210,26 @@ func TestSamplesCoverWholeSeconds(t *testing.T) {
 		t.Errorf("summary seconds %d", sum.Seconds)
 	}
 }
+
+// "Nothing answered" must never pass a latency threshold.
+func TestLatencyThresholdWithoutResponsesFails(t *testing.T) {
+	addr := testutil.ClosedPort(t)
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],"load":{"vus":2,"duration":"1s"},
+		"thresholds":["p(95)<100ms","avg<100ms","rps>0"]}`, addr)
+	sum, _ := run(t, mustPlan(t, js))
+	for _, th := range sum.Thresholds {
+		switch th.Expr {
+		case "p(95)<100ms", "avg<100ms":
+			if th.OK || th.Value != nil {
+				t.Errorf("%s passed or has a value without any response: %+v", th.Expr, th)
+			}
+		case "rps>0":
+			if !th.OK || th.Value == nil {
+				t.Errorf("rps>0 should pass (refusals are requests): %+v", th)
+			}
+		}
+	}
+	if sum.ThresholdsOK() {
+		t.Error("run passed its thresholds with no response at all")
+	}
+}

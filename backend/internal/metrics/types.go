@@ -43,11 +43,12 @@ type ClientSummary struct {
 	RSSBytesMax   uint64  `json:"rss_bytes_max"`
 }
 
-// ThresholdResult is one evaluated threshold.
+// ThresholdResult is one evaluated threshold. Value is nil when the run produced no data for it
+// (a latency threshold when no response arrived): such a threshold fails.
 type ThresholdResult struct {
-	Expr  string  `json:"expr"`
-	Value float64 `json:"value"`
-	OK    bool    `json:"ok"`
+	Expr  string   `json:"expr"`
+	Value *float64 `json:"value"`
+	OK    bool     `json:"ok"`
 }
 
 // NameStats are the figures of one request name.

@@ -127,7 +127,7 @@ func (l *Load) validate(v *ValidationError) {
 	for _, f := range spec.required {
 		allowed[f] = true
 		if !set[f] {
-			v.add("load."+f, "is required for "+l.Executor)
+			v.add("load."+f, requiredMsg(f, l.Executor))
 		}
 	}
 	for _, f := range spec.optional {
@@ -203,6 +203,16 @@ func (l *Load) validate(v *ValidationError) {
 	if l.Executor == ConcurrencySweep && l.StepDuration.D()*time.Duration(len(l.Levels)) > 24*time.Hour {
 		v.add("load.step_duration", "the sweep must last at most 24h")
 	}
+}
+
+func requiredMsg(field, executor string) string {
+	switch field {
+	case "duration":
+		return "is required by " + executor + ` (a duration such as "30s")`
+	case "stages":
+		return "at least one stage {duration, target} is required by " + executor
+	}
+	return "must be at least 1 (required by " + executor + ")"
 }
 
 // Length is how long the load model runs when nothing stops it early: the scheduled length for

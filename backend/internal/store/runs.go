@@ -11,20 +11,21 @@ import (
 // Run is one execution of a plan. Its list columns (DurationS … ErrorRate) are those of the last
 // stored second while it runs, and the final figures once it has ended.
 type Run struct {
-	ID        int64
-	PlanID    int64
-	PlanName  string
-	Status    string // running, finished, stopped, failed or interrupted
-	StartedAt time.Time
-	EndedAt   *time.Time
-	DurationS float64
-	Requests  int64
-	RPS       float64
-	P95Ms     float64
-	ErrorRate float64
-	Error     string
-	PlanSpec  []byte // the plan JSON as it was when the run started; only filled by GetRun
-	Summary   []byte // the summary JSON; nil until the run has ended; only filled by GetRun
+	ThresholdsOK *bool // nil: no thresholds, or not ended
+	ID           int64
+	PlanID       int64
+	PlanName     string
+	Status       string // running, finished, stopped, failed or interrupted
+	StartedAt    time.Time
+	EndedAt      *time.Time
+	DurationS    float64
+	Requests     int64
+	RPS          float64
+	P95Ms        float64
+	ErrorRate    float64
+	Error        string
+	PlanSpec     []byte // the plan JSON as it was when the run started; only filled by GetRun
+	Summary      []byte // the summary JSON; nil until the run has ended; only filled by GetRun
 }
 
 // Progress is the running totals written with each sample and at the end of a run.
@@ -34,6 +35,8 @@ type Progress struct {
 	RPS       float64
 	P95Ms     float64
 	ErrorRate float64
+	// ThresholdsOK is set at the end of a run that had thresholds (nil otherwise).
+	ThresholdsOK *bool
 }
 
 // Sample is one second of a run.
@@ -59,20 +62,21 @@ const (
 )
 
 type runRow struct {
-	ID        int64      `gorm:"column:id"`
-	PlanID    int64      `gorm:"column:plan_id"`
-	PlanName  string     `gorm:"column:plan_name"`
-	Status    string     `gorm:"column:status"`
-	StartedAt time.Time  `gorm:"column:started_at"`
-	EndedAt   *time.Time `gorm:"column:ended_at"`
-	DurationS float64    `gorm:"column:duration_s"`
-	Requests  int64      `gorm:"column:requests"`
-	RPS       float64    `gorm:"column:rps"`
-	P95Ms     float64    `gorm:"column:p95_ms"`
-	ErrorRate float64    `gorm:"column:error_rate"`
-	Error     string     `gorm:"column:error"`
-	PlanSpec  []byte     `gorm:"column:plan_spec"`
-	Summary   []byte     `gorm:"column:summary"`
+	ID           int64      `gorm:"column:id"`
+	PlanID       int64      `gorm:"column:plan_id"`
+	PlanName     string     `gorm:"column:plan_name"`
+	Status       string     `gorm:"column:status"`
+	StartedAt    time.Time  `gorm:"column:started_at"`
+	EndedAt      *time.Time `gorm:"column:ended_at"`
+	DurationS    float64    `gorm:"column:duration_s"`
+	Requests     int64      `gorm:"column:requests"`
+	RPS          float64    `gorm:"column:rps"`
+	P95Ms        float64    `gorm:"column:p95_ms"`
+	ErrorRate    float64    `gorm:"column:error_rate"`
+	Error        string     `gorm:"column:error"`
+	ThresholdsOK *bool      `gorm:"column:thresholds_ok"`
+	PlanSpec     []byte     `gorm:"column:plan_spec"`
+	Summary      []byte     `gorm:"column:summary"`
 }
 
 func (r runRow) run() Run {
@@ -80,7 +84,7 @@ func (r runRow) run() Run {
 		ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status,
 		StartedAt: utc(r.StartedAt), DurationS: r.DurationS, Requests: r.Requests,
 		RPS: r.RPS, P95Ms: r.P95Ms, ErrorRate: r.ErrorRate, Error: r.Error,
-		PlanSpec: r.PlanSpec, Summary: r.Summary,
+		PlanSpec: r.PlanSpec, Summary: r.Summary, ThresholdsOK: r.ThresholdsOK,
 	}
 	if r.EndedAt != nil {
 		t := utc(*r.EndedAt)
@@ -90,7 +94,7 @@ func (r runRow) run() Run {
 }
 
 // runListColumns leaves out plan_spec: the list never shows it.
-const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error"
+const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok"
 
 // CreateRun stores a new run of a plan with status "running". planSpec is the plan JSON as it
 // is now. It returns ErrNotFound if the plan does not exist.
@@ -156,8 +160,8 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
-			p95_ms = ?, error_rate = ?, error = ? WHERE id = ?`,
-			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, runID)
+			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ? WHERE id = ?`,
+			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK, runID)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -181,7 +185,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 	var rows []runRow
 	err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.plan_id, r.plan_name, r.status, r.started_at,
-			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.plan_spec,
+			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.thresholds_ok, r.plan_spec,
 			m.data AS summary
 		FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
 		WHERE r.id = ?`, id).Scan(&rows).Error

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/volley-load/volley/migrations"
 )
 
 func newStore(t testing.TB) *Store {
@@ -80,8 +83,12 @@ func TestOpenAppliesAndRecordsMigrations(t *testing.T) {
 			t.Errorf("index %s: %d, want 1", index, n)
 		}
 	}
-	if v := count(t, s, "SELECT max(version_id) FROM goose_db_version WHERE is_applied"); v != 1 {
-		t.Errorf("goose version %d, want 1", v)
+	files, _ := fs.Glob(migrations.FS, "*.sql")
+	if v := count(t, s, "SELECT max(version_id) FROM goose_db_version WHERE is_applied"); v != int64(len(files)) {
+		t.Errorf("goose version %d, want %d (one per migration file)", v, len(files))
+	}
+	if n := count(t, s, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'thresholds_ok'"); n != 1 {
+		t.Errorf("runs.thresholds_ok missing")
 	}
 }
 
