@@ -27,7 +27,9 @@ func runCmd() *cobra.Command {
 		Use:   "run PLAN.json",
 		Short: "Run a plan headless: live progress, end-of-run table, exit 1 if a threshold fails",
 		Long: `Run a plan file without the web UI (for CI and quick checks).
-Exit status: 0 when every threshold passed, 1 when one failed, 2 when the plan is invalid.`,
+Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan is invalid;
+3 the run could not start or its results could not be written; 130 stopped by Ctrl-C or SIGTERM
+(the summary of what ran is still printed and written).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
@@ -38,10 +40,22 @@ Exit status: 0 when every threshold passed, 1 when one failed, 2 when the plan i
 	return c
 }
 
+// Exit statuses of `volley run`.
+const (
+	exitThresholds  = 1
+	exitInvalidPlan = 2
+	exitCannotRun   = 3
+	exitInterrupted = 130
+)
+
 func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
+	fail := func(format string, args ...any) error {
+		fmt.Fprintf(stderr, "volley: "+format+"\n", args...)
+		return exitCode(exitCannotRun)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return fail("cannot read the plan: %v", err)
 	}
 	p, err := plan.Parse(data)
 	if err != nil {
@@ -59,13 +73,24 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 				}
 				fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
 			}
-			return exitCode(2)
+			return exitCode(exitInvalidPlan)
 		}
-		return err
+		return fail("%v", err)
+	}
+	// Open --out now: a path that cannot be written must fail before the load, not after it.
+	var outFile *os.File
+	if out != "" {
+		if outFile, err = os.Create(out); err != nil {
+			return fail("cannot write the summary: %v", err)
+		}
+		defer outFile.Close()
+	}
+	for _, w := range resourceWarnings(p) {
+		fmt.Fprintln(stderr, "volley: warning:", w)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	total := p.Load.Duration.D()
+	total := p.Load.Length()
 	var cum int64
 	e, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
 		cum += s.Requests
@@ -76,21 +101,26 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "running %q: %s, %d VUs\n", p.Name, p.Load.Executor, p.Load.VUs)
+	fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
 	sum, err := e.Run(ctx)
 	if err != nil {
-		return err
+		return fail("%v", err)
 	}
+	interrupted := ctx.Err() != nil
 	printSummary(stdout, p, sum)
-	if out != "" {
+	if outFile != nil {
 		b, _ := json.MarshalIndent(sum, "", "  ")
-		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write summary: %w", err)
+		if _, err := outFile.Write(append(b, '\n')); err != nil {
+			return fail("cannot write the summary: %v", err)
 		}
+	}
+	if interrupted {
+		fmt.Fprintf(stderr, "volley: stopped early after %.1fs of %s\n", sum.DurationS, total)
+		return exitCode(exitInterrupted)
 	}
 	if !sum.ThresholdsOK() {
 		fmt.Fprintln(stderr, "volley: thresholds failed")
-		return exitCode(1)
+		return exitCode(exitThresholds)
 	}
 	return nil
 }

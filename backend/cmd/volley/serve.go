@@ -56,6 +56,18 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
+	// Bind first and lock the database: a second server (same port or same database) must fail
+	// before it touches anything — above all before it marks the first one's live run interrupted.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	unlock, err := lockDB(dbPath)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	st, err := store.Open(dbPath)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -68,15 +80,18 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 	}
 
 	if demoAddr != "" {
-		ln, err := target.Listen(demoAddr)
+		tln, err := target.Listen(demoAddr)
 		if err != nil {
-			log.Warn("demo target not started", "addr", demoAddr, "err", err)
+			log.Warn("demo target not started (is another one running there?)", "addr", demoAddr, "err", err)
 		} else {
-			go func() { _ = target.ServeListener(ctx, ln) }()
-			log.Info("demo target", "url", "http://"+ln.Addr().String()+"/")
-			if err := seedDemo(ctx, st, ln.Addr().String()); err != nil {
-				log.Warn("example plan not created", "err", err)
-			}
+			go func() { _ = target.ServeListener(ctx, tln) }()
+			demoAddr = tln.Addr().String()
+			log.Info("demo target", "url", "http://"+demoAddr+"/")
+		}
+		// The example plan is created even when the port was taken: usually by a demo target
+		// already running there (`volley target`), which serves the plan just as well.
+		if err := seedDemo(ctx, st, demoAddr); err != nil {
+			log.Warn("example plan not created", "err", err)
 		}
 	}
 
@@ -85,10 +100,6 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 	srv := &http.Server{
 		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
 	}
 	abs, _ := filepath.Abs(dbPath)
 	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)

@@ -93,6 +93,7 @@ func TestPlanEndpoints(t *testing.T) {
 		{"missing", "GET", "/api/plans/99", "", 404, []string{`"not_found"`}},
 		{"bad id", "GET", "/api/plans/abc", "", 400, []string{`"bad_request"`}},
 		{"unknown api route", "GET", "/api/nope", "", 404, []string{`"not_found"`}},
+		{"wrong method", "PATCH", "/api/plans/1", "{}", 405, []string{`"method_not_allowed"`}},
 		{"missing run", "GET", "/api/runs/42", "", 404, []string{`"not_found"`}},
 		{"stop missing run", "POST", "/api/runs/42/stop", "", 404, []string{`"not_found"`}},
 		{"bad paging", "GET", "/api/runs?limit=x", "", 400, []string{"limit"}},

@@ -21,6 +21,8 @@ func classify(err error) metrics.ErrorKind {
 	}
 	dial := isDialError(err)
 	switch {
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return metrics.TooManyOpenFiles
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return metrics.ConnectRefused
 	case errors.Is(err, fasthttp.ErrDialTimeout):

@@ -24,11 +24,14 @@ const (
 	CheckFailed
 	RedirectLoop
 	Other
+	// TooManyOpenFiles: the load generator ran out of file descriptors (its own limit, not the
+	// target's fault); raise `ulimit -n` or lower the VUs.
+	TooManyOpenFiles
 	numKinds
 )
 
 var kindNames = [numKinds]string{"", "connect_refused", "connect_timeout", "timeout", "reset", "tls",
-	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other"}
+	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other", "too_many_open_files"}
 
 // String returns the kind's stable JSON name ("" for success).
 func (k ErrorKind) String() string {

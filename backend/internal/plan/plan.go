@@ -135,11 +135,22 @@ func Parse(data []byte) (*Plan, error) {
 		verr.add("", "not valid JSON: "+err.Error())
 		return nil, verr
 	}
+	if dec.More() {
+		verr.add("", "not valid JSON: unexpected data after the plan object")
+		return nil, verr
+	}
 	if _, ok := raw.(map[string]any); !ok {
 		verr.add("", "a plan must be a JSON object")
 		return nil, verr
 	}
 	checkShape(raw, planShape, "", verr)
+	if h, ok := raw.(map[string]any)["http"].(map[string]any); ok {
+		if s, ok := h["timeout"].(string); ok {
+			if d, err := time.ParseDuration(s); err == nil && d <= 0 {
+				verr.add("http.timeout", "must be positive (leave it out for the default 10s)")
+			}
+		}
+	}
 	// Validate the values of what is well-shaped too, so one answer names every problem.
 	clean, _ := json.Marshal(raw)
 	var p Plan

@@ -145,3 +145,18 @@ func TestThresholds(t *testing.T) {
 		t.Error("< compares wrongly")
 	}
 }
+
+func TestParseRejectsTrailingDataZeroTimeoutAndSchemelessURLs(t *testing.T) {
+	base := `{"name":"x","requests":[{"url":"http://127.0.0.1/"}],"load":{"vus":1,"duration":"1s"}}`
+	if _, err := Parse([]byte(base + ` xyz`)); err == nil {
+		t.Error("trailing data accepted")
+	}
+	_, err := Parse([]byte(strings.Replace(base, `}}`, `},"http":{"timeout":"0s"}}`, 1)))
+	if ve, _ := err.(*ValidationError); ve == nil || ve.Fields["http.timeout"] == "" {
+		t.Errorf("zero timeout: %v", err)
+	}
+	_, err = Parse([]byte(strings.Replace(base, "http://127.0.0.1/", "127.0.0.1:8090/", 1)))
+	if ve, _ := err.(*ValidationError); ve == nil || !strings.Contains(ve.Fields["requests[0].url"], "http://") {
+		t.Errorf("schemeless URL: %v", err)
+	}
+}

@@ -128,6 +128,9 @@ func join(path, key string) string {
 
 // parseURL accepts absolute http and https URLs with a host.
 func parseURL(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://%s)", raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("is not a valid URL: %v", err)

@@ -107,16 +107,31 @@ func Listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// ServeListener serves on ln until ctx ends.
+// ServeListener serves on ln until ctx ends. If accepting fails for good (fasthttp gives up, for
+// example after running out of file descriptors under a huge load), it starts serving again after
+// a pause instead of leaving a listener that never accepts.
 func ServeListener(ctx context.Context, ln net.Listener) error {
-	s := &fasthttp.Server{Handler: Handler, Name: "volley-target", ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	go func() {
-		<-ctx.Done()
-		_ = s.Shutdown()
-	}()
-	err := s.Serve(ln)
-	if ctx.Err() != nil {
-		return nil
+	for {
+		s := &fasthttp.Server{Handler: Handler, Name: "volley-target", ReadTimeout: time.Minute,
+			IdleTimeout: 2 * time.Minute, Logger: quietLogger{}}
+		stop := context.AfterFunc(ctx, func() { _ = s.Shutdown() })
+		err := s.Serve(ln)
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return err
 }
+
+// quietLogger drops fasthttp's accept-error log lines; the load generator reports the errors.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
