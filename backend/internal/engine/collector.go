@@ -34,6 +34,7 @@ type collector struct {
 	seconds, boundSecs int
 	boundCPU           float64
 	levels             []levelAgg // concurrency-sweep only
+	nameCur, namePrev  []metrics.NameCount
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -130,6 +131,21 @@ func (c *collector) tick(now time.Time, final bool) {
 	if c.e.p.Load.Executor == plan.ConcurrencySweep {
 		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes)
 	}
+	if ns := c.e.names; ns != nil {
+		if c.nameCur == nil {
+			c.nameCur, c.namePrev = make([]metrics.NameCount, len(ns.Names)), make([]metrics.NameCount, len(ns.Names))
+		}
+		ns.Read(c.nameCur)
+		s.ByName = make(map[string]metrics.NameSample, len(ns.Names))
+		for j, name := range ns.Names {
+			cur, prev := c.nameCur[j], c.namePrev[j]
+			s.ByName[name] = metrics.NameSample{
+				Requests: cur.Successes + cur.Errors - prev.Successes - prev.Errors,
+				Errors:   cur.Errors - prev.Errors,
+			}
+		}
+		c.nameCur, c.namePrev = c.namePrev, c.nameCur
+	}
 	if enc, err := metrics.EncodeHist(h); err == nil {
 		s.Hist = enc
 	}
@@ -189,9 +205,15 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	if c.seconds > 0 {
 		s.Client.CPUPercentAvg = round(c.cpuSum/float64(c.seconds), 1)
 	}
-	if len(c.e.reqs) == 1 {
-		// Per-name statistics for several request names need per-name recorders (not yet built);
-		// with one request the run's figures are that name's figures.
+	if ns := c.e.names; ns != nil {
+		counts := make([]metrics.NameCount, len(ns.Names))
+		ns.Read(counts)
+		for j, name := range ns.Names {
+			s.ByName[name] = metrics.NameStats{Requests: counts[j].Successes + counts[j].Errors,
+				Errors: counts[j].Errors, Latency: ns.Latency(j)}
+		}
+	} else {
+		// One request name: the run's figures are that name's figures.
 		s.ByName[c.e.reqs[0].r.Name] = metrics.NameStats{Requests: s.Requests, Errors: s.Errors, Latency: s.Latency}
 	}
 	if enc, err := metrics.EncodeHist(lat); err == nil {

@@ -63,6 +63,8 @@ type Engine struct {
 	pool    atomic.Int64 // VUs spawned
 	waiting atomic.Int64 // VUs holding a claimed, not yet due iteration
 	maxVUs  int64
+
+	names *metrics.NameSet // per-name statistics; nil when the plan has one request name
 }
 
 type reqSpec struct {
@@ -71,6 +73,7 @@ type reqSpec struct {
 	host   string // the URL's host name, for SNI
 	tls    bool
 	checks []plan.Check
+	name   int // index into names
 }
 
 // New prepares an engine for p, which must have passed plan.Parse or Validate.
@@ -93,14 +96,34 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		e.thresholds = append(e.thresholds, th)
 	}
 	sum := 0
+	var names []string
+	index := map[string]int{}
 	for _, r := range p.Requests {
 		s, err := e.spec(r)
 		if err != nil {
 			return nil, err
 		}
+		j, ok := index[r.Name]
+		if !ok {
+			if len(names) == metrics.MaxNames-1 {
+				if j, ok = index[metrics.OtherName]; !ok {
+					j = len(names)
+					index[metrics.OtherName] = j
+					names = append(names, metrics.OtherName)
+				}
+			} else {
+				j = len(names)
+				index[r.Name] = j
+				names = append(names, r.Name)
+			}
+		}
+		s.name = j
 		e.reqs = append(e.reqs, s)
 		sum += r.Weight
 		e.weights = append(e.weights, sum)
+	}
+	if len(names) > 1 {
+		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
 	return e, nil
 }

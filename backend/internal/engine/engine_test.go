@@ -233,3 +233,41 @@ func TestLatencyThresholdWithoutResponsesFails(t *testing.T) {
 		t.Error("run passed its thresholds with no response at all")
 	}
 }
+
+func TestPerNameStatistics(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(500)
+		}
+	})
+	js := fmt.Sprintf(`{"name":"t","requests":[
+		{"name":"fast","url":"%[1]s/fast","weight":2},
+		{"name":"slow","url":"%[1]s/slow","weight":1},
+		{"name":"bad","url":"%[1]s/bad","weight":1}],
+		"load":{"executor":"shared-iterations","vus":4,"iterations":400}}`, tg.URL)
+	sum, samples := run(t, mustPlan(t, js))
+	fast, slow, bad := sum.ByName["fast"], sum.ByName["slow"], sum.ByName["bad"]
+	if fast.Requests+slow.Requests+bad.Requests != 400 || sum.Requests != 400 || tg.Requests() != 400 {
+		t.Fatalf("by name %+v, total %d, target %d", sum.ByName, sum.Requests, tg.Requests())
+	}
+	between(t, "fast share", float64(fast.Requests)/400, 0.42, 0.58)
+	if bad.Errors != bad.Requests || fast.Errors != 0 || slow.Errors != 0 {
+		t.Errorf("errors by name %+v", sum.ByName)
+	}
+	between(t, "slow p50 ms", slow.Latency.P50, 20, 25)
+	if fast.Latency.P50 >= 20 {
+		t.Errorf("fast p50 %.2f ms", fast.Latency.P50)
+	}
+	var perSecond int64
+	for _, s := range samples {
+		for _, n := range s.ByName {
+			perSecond += n.Requests
+		}
+	}
+	if perSecond != 400 {
+		t.Errorf("per-second by-name requests add up to %d", perSecond)
+	}
+}

@@ -31,6 +31,7 @@ type vuReq struct {
 	req    *fasthttp.Request
 	client *fasthttp.HostClient
 	checks []plan.Check
+	name   *metrics.NameBlock // nil when the plan has one request name
 }
 
 type hostClient struct {
@@ -79,7 +80,11 @@ func newVU(e *Engine, id int) *vu {
 		if !e.p.HTTP.KeepAliveOn() {
 			req.SetConnectionClose()
 		}
-		v.reqs = append(v.reqs, vuReq{req: req, client: c, checks: s.checks})
+		vr := vuReq{req: req, client: c, checks: s.checks}
+		if e.names != nil {
+			vr.name = e.names.Block(id, s.name)
+		}
+		v.reqs = append(v.reqs, vr)
 	}
 	return v
 }
@@ -193,6 +198,9 @@ func (v *vu) do(r *vuReq, due, sent time.Time) {
 		}
 	}
 	v.shard.Record(o)
+	if r.name != nil {
+		r.name.Record(o)
+	}
 }
 
 // exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:

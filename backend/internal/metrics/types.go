@@ -31,6 +31,8 @@ type Sample struct {
 	ErrorKinds        map[string]int64 `json:"error_kinds"`
 	Client            ClientSample     `json:"client"`
 	GeneratorBound    bool             `json:"generator_bound"`
+	// ByName has each request name's counts in this second (plans with several names only).
+	ByName map[string]NameSample `json:"by_name,omitempty"`
 	// Hist is this second's latency histogram (HdrHistogram V2, base64), kept for exact merges.
 	// It travels to storage, not to browsers.
 	Hist string `json:"-"`

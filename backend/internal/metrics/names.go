@@ -1,0 +1,81 @@
+package metrics
+
+import "sync/atomic"
+
+// MaxNames caps the distinct request names that get statistics of their own; further names share
+// the OtherName bucket, so a plan cannot explode memory (each name holds a few histograms).
+const (
+	MaxNames  = 100
+	OtherName = "(other)"
+)
+
+// NameBlock counts one request name in one shard, lock-free like Shard.
+type NameBlock struct {
+	successes atomic.Uint64
+	errors    atomic.Uint64
+	lat       *AtomicHist
+	_         [64]byte
+}
+
+// Record counts one finished request of this name.
+func (b *NameBlock) Record(o Outcome) {
+	if o.Kind == KindNone {
+		b.successes.Add(1)
+	} else {
+		b.errors.Add(1)
+	}
+	if o.Status > 0 {
+		b.lat.Record(o.LatencyUs)
+	}
+}
+
+// NameSet holds per-name statistics in a few shards (names × shards blocks of ~190 KB).
+type NameSet struct {
+	Names  []string
+	blocks [][]*NameBlock // [shard][name]
+}
+
+// NewNameSet makes blocks for names (at most MaxNames; see Index) in n shards.
+func NewNameSet(names []string, n int) *NameSet {
+	s := &NameSet{Names: names, blocks: make([][]*NameBlock, max(n, 1))}
+	for i := range s.blocks {
+		s.blocks[i] = make([]*NameBlock, len(names))
+		for j := range names {
+			s.blocks[i][j] = &NameBlock{lat: NewAtomicHist()}
+		}
+	}
+	return s
+}
+
+// Block returns the block of name index j for worker i.
+func (s *NameSet) Block(i, j int) *NameBlock { return s.blocks[i%len(s.blocks)][j] }
+
+// NameCount is one name's cumulative count.
+type NameCount struct{ Successes, Errors int64 }
+
+// Read fills dst (len(Names)) with cumulative counts.
+func (s *NameSet) Read(dst []NameCount) {
+	clear(dst)
+	for _, shard := range s.blocks {
+		for j, b := range shard {
+			dst[j].Successes += int64(b.successes.Load())
+			dst[j].Errors += int64(b.errors.Load())
+		}
+	}
+}
+
+// Latency returns name j's cumulative latency distribution.
+func (s *NameSet) Latency(j int) Latency {
+	counts := make([]int64, CountsLen)
+	var sum uint64
+	for _, shard := range s.blocks {
+		sum += shard[j].lat.AddTo(counts)
+	}
+	return LatencyOf(HistFromCounts(counts), sum)
+}
+
+// NameSample is one name's figures in a Sample.
+type NameSample struct {
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+}
