@@ -150,6 +150,23 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	}
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
+	if len(s.Sweep) > 0 {
+		fmt.Fprintf(tw, "\ncapacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS\t\n")
+		knee := 0
+		for _, r := range s.Sweep {
+			mark := ""
+			if r.Knee {
+				mark, knee = "← knee", r.VUs
+			}
+			fmt.Fprintf(tw, "\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.2f%%\t%.0f%%\t%s\t%s\n", r.VUs, r.RPS, r.P50, r.P90, r.P99, r.ErrorRate*100, r.CPUPercent, mib(r.RSSBytes), mark)
+		}
+		if knee > 0 {
+			fmt.Fprintf(tw, "knee\tat %d VUs: more concurrency adds latency, not throughput\n", knee)
+		} else {
+			fmt.Fprintf(tw, "knee\tnone: throughput still grew at the last level\n")
+		}
+		fmt.Fprintln(tw)
+	}
 	if s.GeneratorBoundSeconds > 0 {
 		fmt.Fprintf(tw, "warning\tresults from %d of %d seconds may describe the generator, not the target\n", s.GeneratorBoundSeconds, s.Seconds)
 	}

@@ -259,11 +259,12 @@ func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts,
 // throughput — more concurrency beyond it buys (almost) no throughput, only latency.
 const kneeShare = 0.95
 
-// sweepRows builds the capacity table and marks the knee. No knee is marked when the best
-// throughput is at the last level (the sweep did not saturate the target or the generator).
+// sweepRows builds the capacity table and marks the knee: the lowest level within 5% of the best
+// throughput. No knee is marked when that is the last level (throughput still grew: the sweep did
+// not saturate the target or the generator).
 func (c *collector) sweepRows() []metrics.SweepRow {
 	rows := make([]metrics.SweepRow, 0, len(c.levels))
-	best, bestAt := 0.0, -1
+	best := 0.0
 	for i, a := range c.levels {
 		r := metrics.SweepRow{VUs: c.e.p.Load.Levels[i], DurationS: round(a.span, 3), Requests: a.requests}
 		if a.hist != nil {
@@ -281,17 +282,15 @@ func (c *collector) sweepRows() []metrics.SweepRow {
 			r.CPUPercent = round(a.cpuSum/float64(a.n), 1)
 		}
 		r.RSSBytes = a.rssMax
-		if r.RPS > best {
-			best, bestAt = r.RPS, i
-		}
+		best = max(best, r.RPS)
 		rows = append(rows, r)
 	}
-	if bestAt >= 0 && bestAt < len(rows)-1 {
-		for i := range rows {
-			if rows[i].RPS >= kneeShare*best {
+	for i := range rows {
+		if best > 0 && rows[i].RPS >= kneeShare*best {
+			if i < len(rows)-1 {
 				rows[i].Knee = true
-				break
 			}
+			break
 		}
 	}
 	return rows

@@ -271,3 +271,31 @@ func TestPerNameStatistics(t *testing.T) {
 		t.Errorf("per-second by-name requests add up to %d", perSecond)
 	}
 }
+
+func TestSweepKnee(t *testing.T) {
+	// A target that serves at most 4 requests at a time, 10 ms each: 400/s at best. Levels 1 and 2
+	// are below capacity; 4 reaches it; 8 only adds queueing.
+	sem := make(chan struct{}, 4)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		sem <- struct{}{}
+		time.Sleep(10 * time.Millisecond)
+		<-sem
+	})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"concurrency-sweep","levels":[1,2,4,8],"step_duration":"1s"}}`, tg.URL)
+	sum, _ := run(t, mustPlan(t, js))
+	if len(sum.Sweep) != 4 {
+		t.Fatalf("rows %+v", sum.Sweep)
+	}
+	knee := 0
+	for _, r := range sum.Sweep {
+		if r.Knee {
+			knee = r.VUs
+		}
+	}
+	if knee != 4 {
+		t.Errorf("knee at %d VUs, want 4: %+v", knee, sum.Sweep)
+	}
+	if sum.Sweep[3].P50 < 1.5*sum.Sweep[2].P50 {
+		t.Errorf("latency should climb past the knee: %+v", sum.Sweep)
+	}
+}
