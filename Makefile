@@ -68,8 +68,8 @@ test: build ## THE test command: UI tests (vitest), then go test -race on everyt
 	@status=0; \
 	echo "+ $(NPM) --prefix $(UI_DIR) test"; \
 	$(NPM) --prefix $(UI_DIR) test || { status=1; echo "FAIL: UI tests (vitest)" >&2; }; \
-	echo "+ $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./..."; \
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || { status=1; echo "FAIL: go tests" >&2; }; \
+	echo "+ $(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./..."; \
+	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./... || { status=1; echo "FAIL: go tests" >&2; }; \
 	if [ $$status -eq 0 ]; then echo "make test: all passed"; else echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
 

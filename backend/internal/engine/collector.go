@@ -161,6 +161,9 @@ func (c *collector) tick(now time.Time, final bool) {
 	if c.e.opts.OnSample != nil {
 		c.e.opts.OnSample(s)
 	}
+	if !final {
+		c.checkAbort(c.prev, now.Sub(c.e.start).Seconds())
+	}
 }
 
 // finish emits the last (partial) second and builds the summary from the cumulative counters.
@@ -222,12 +225,16 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	if c.levels != nil {
 		s.Sweep = c.sweepRows()
 	}
-	for _, th := range c.e.thresholds {
-		r := metrics.ThresholdResult{Expr: th.Expr}
-		if v, ok := thresholdValue(th.Metric, th.Percentile, s, lat); ok {
-			r.Value, r.OK = &v, th.Pass(v)
+	s.Thresholds = c.evaluate(t, lat, dur)
+	s.Aborted = c.e.aborted
+	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
+	for i, info := range c.e.checks {
+		r := metrics.CheckResult{Request: info.request, Check: info.desc}
+		for _, shard := range c.e.checkCounts {
+			r.Passes += int64(shard[i].pass.Load())
+			r.Fails += int64(shard[i].fail.Load())
 		}
-		s.Thresholds = append(s.Thresholds, r)
+		s.Checks[i] = r
 	}
 	return s
 }

@@ -3,8 +3,8 @@
 // per second and a metrics.Summary at the end.
 //
 // The engine knows nothing of HTTP APIs, databases or websockets: a CLI, the server, a test or a
-// remote agent drive it alike. It may import only plan, metrics, procstat, fasthttp and
-// hdrhistogram-go (a test enforces this).
+// remote agent drive it alike. It may import only plan, metrics, procstat, fasthttp,
+// hdrhistogram-go and gjson (a test enforces this).
 //
 // Hot path (per request): no lock shared between VUs, no heap allocation, no channel operation.
 // Each VU owns its fasthttp.HostClient (one connection, so VU i holds exactly one keep-alive
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,7 @@ type Engine struct {
 	p          *plan.Plan
 	opts       Options
 	rec        *metrics.Recorder
-	thresholds []plan.Threshold
+	thresholds []thresholdRule
 	reqs       []reqSpec
 	weights    []int // cumulative
 	stop       atomic.Bool
@@ -65,15 +66,37 @@ type Engine struct {
 	maxVUs  int64
 
 	names *metrics.NameSet // per-name statistics; nil when the plan has one request name
+
+	// scenario
+	checks       []checkInfo
+	checkCounts  [][]checkCount // [shard][check]
+	rows         [][][]byte     // data table rows
+	rowNext      atomic.Int64
+	extractSlots int
+	needBody     bool // some check or extraction reads response bodies: never stream them
+
+	abortCh   chan struct{}
+	abortOnce sync.Once
+	aborted   string
 }
 
 type reqSpec struct {
-	r      plan.Request
-	addr   string // where to connect (after the hosts override)
-	host   string // the URL's host name, for SNI
-	tls    bool
-	checks []plan.Check
-	name   int // index into names
+	r    plan.Request
+	addr string // where to connect (after the hosts override)
+	host string // the URL's host name, for SNI
+	tls  bool
+	name int // index into names
+
+	urlT, bodyT      tmpl // nil: static
+	hdrT             []hdrTmpl
+	checks           []check
+	extracts         []extract
+	thinkLo, thinkHi time.Duration
+}
+
+type hdrTmpl struct {
+	name string
+	t    tmpl
 }
 
 // New prepares an engine for p, which must have passed plan.Parse or Validate.
@@ -87,14 +110,34 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards)}
-	for _, t := range p.Thresholds {
-		th, err := plan.ParseThreshold(t)
+	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{})}
+	vs := &vars{data: map[string]int{}, extract: map[string]int{}}
+	if d := p.Data; d != nil {
+		header, rows, err := d.Columns()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("data: %w", err)
 		}
-		e.thresholds = append(e.thresholds, th)
+		for i, h := range header {
+			vs.data[h] = i
+		}
+		for _, row := range rows {
+			r := make([][]byte, len(header))
+			for i := range r {
+				if i < len(row) {
+					r[i] = []byte(row[i])
+				}
+			}
+			e.rows = append(e.rows, r)
+		}
 	}
+	for _, r := range p.Requests {
+		for _, x := range r.Extract {
+			if _, ok := vs.extract[x.Var]; !ok {
+				vs.extract[x.Var] = len(vs.extract)
+			}
+		}
+	}
+	e.extractSlots = len(vs.extract)
 	sum := 0
 	var names []string
 	index := map[string]int{}
@@ -118,6 +161,9 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 			}
 		}
 		s.name = j
+		if err := e.compileScenario(&s, r, vs); err != nil {
+			return nil, fmt.Errorf("request %q: %w", r.Name, err)
+		}
 		e.reqs = append(e.reqs, s)
 		sum += r.Weight
 		e.weights = append(e.weights, sum)
@@ -125,7 +171,73 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	if len(names) > 1 {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
+	e.checkCounts = make([][]checkCount, opts.Shards)
+	for i := range e.checkCounts {
+		e.checkCounts[i] = make([]checkCount, len(e.checks))
+	}
+	for _, t := range p.Thresholds {
+		rule, err := plan.ParseThreshold(t.Expr)
+		if err != nil {
+			return nil, err
+		}
+		tr := thresholdRule{rule: rule, label: t.Label(), name: -1, abort: t.AbortOnFail}
+		if t.Request != "" && e.names != nil {
+			for j, n := range e.names.Names {
+				if n == t.Request {
+					tr.name = j
+				}
+			}
+		}
+		e.thresholds = append(e.thresholds, tr)
+	}
 	return e, nil
+}
+
+// compileScenario compiles a request's templates, checks, extraction rules and think time.
+func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
+	var err error
+	if s.urlT, err = vs.compile(r.URL); err != nil {
+		return err
+	}
+	if s.bodyT, err = vs.compile(r.Body); err != nil {
+		return err
+	}
+	for k, val := range r.Headers {
+		t, err := vs.compile(val)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			s.hdrT = append(s.hdrT, hdrTmpl{name: k, t: t})
+		}
+	}
+	for _, c := range r.Checks {
+		k := compileCheck(c)
+		k.index = len(e.checks)
+		e.checks = append(e.checks, checkInfo{request: r.Name, desc: describe(c)})
+		s.checks = append(s.checks, k)
+		if c.Type == "body" || c.Type == "json" {
+			e.needBody = true
+		}
+	}
+	for _, x := range r.Extract {
+		k := extract{from: x.From, path: x.Path, name: []byte(x.Name), slot: vs.extract[x.Var]}
+		if x.From == "regex" {
+			if k.re, err = regexp.Compile(x.Pattern); err != nil {
+				return err
+			}
+		}
+		if x.From != "header" {
+			e.needBody = true
+		}
+		s.extracts = append(s.extracts, k)
+	}
+	think := r.ThinkTime
+	if think == "" {
+		think = e.p.ThinkTime
+	}
+	s.thinkLo, s.thinkHi, err = think.Range()
+	return err
 }
 
 func (e *Engine) spec(r plan.Request) (reqSpec, error) {
@@ -134,7 +246,7 @@ func (e *Engine) spec(r plan.Request) (reqSpec, error) {
 		return reqSpec{}, fmt.Errorf("request %q: %w", r.Name, err)
 	}
 	addr := e.addrFor(u.Scheme, u.Host)
-	return reqSpec{r: r, addr: addr, host: u.Hostname(), tls: u.Scheme == "https", checks: r.Checks}, nil
+	return reqSpec{r: r, addr: addr, host: u.Hostname(), tls: u.Scheme == "https"}, nil
 }
 
 // addrFor maps a URL host (with optional port) to the address to dial, applying http.hosts.
@@ -186,6 +298,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	case <-allDone:
 	case <-timer.C:
 	case <-ctx.Done():
+	case <-e.abortCh:
 	}
 	e.stop.Store(true)
 	sendEnd := time.Now()
@@ -256,6 +369,14 @@ func (e *Engine) spawn(loop func(*vu)) {
 		defer v.closeConns()
 		loop(v)
 	}()
+}
+
+// abort ends the run early because a threshold with abort_on_fail failed.
+func (e *Engine) abort(reason string) {
+	e.abortOnce.Do(func() {
+		e.aborted = reason
+		close(e.abortCh)
+	})
 }
 
 // Recorder exposes the run's counters (for tests and benchmarks).

@@ -19,6 +19,7 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/volley-load/volley/backend/internal/procstat",
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",
+		"github.com/tidwall/gjson", // JSON paths for checks and extraction
 	}
 	for _, imp := range pkg.Imports {
 		if !strings.Contains(imp, ".") { // standard library

@@ -1,45 +1,100 @@
 package engine
 
 import (
+	"fmt"
+
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// thresholdValue extracts the observed value a threshold is judged on: latencies in ms from the
-// run's merged histogram, error_rate as a fraction, rps per second. ok is false when there is no
-// data to judge (no response for a latency threshold, no request for error_rate): the threshold
-// then fails, because "nothing answered" must never pass "p(95)<200ms".
-func thresholdValue(metric string, pct float64, s *metrics.Summary, lat *hdr.Histogram) (v float64, ok bool) {
-	switch metric {
-	case "p", "med", "avg", "min", "max":
-		if lat.TotalCount() == 0 {
-			return 0, false
-		}
-	case "error_rate":
-		if s.Requests == 0 {
-			return 0, false
-		}
-	}
-	return thresholdMetric(metric, pct, s, lat), true
+// thresholdSource is what thresholds are judged on: the whole run's or one request name's
+// cumulative figures.
+type thresholdSource struct {
+	lat              *hdr.Histogram
+	latSum           uint64
+	requests, errors int64
+	durationS        float64
 }
 
-func thresholdMetric(metric string, pct float64, s *metrics.Summary, lat *hdr.Histogram) float64 {
-	switch metric {
-	case "p":
-		return metrics.Percentile(lat, pct)
-	case "med":
-		return metrics.Percentile(lat, 50)
-	case "avg":
-		return s.Latency.Mean
-	case "min":
-		return s.Latency.Min
-	case "max":
-		return s.Latency.Max
+// value extracts the observed value of a rule: latencies in ms from the merged histogram,
+// error_rate as a fraction, rps per second. ok is false when there is no data to judge (no
+// response for a latency rule, no request for error_rate): the threshold then fails, because
+// "nothing answered" must never pass "p(95)<200ms".
+func (s thresholdSource) value(r plan.Rule) (v float64, ok bool) {
+	switch r.Metric {
+	case "p", "med", "avg", "min", "max":
+		if s.lat.TotalCount() == 0 {
+			return 0, false
+		}
 	case "error_rate":
-		return s.ErrorRate
-	case "rps":
-		return s.RPS
+		if s.requests == 0 {
+			return 0, false
+		}
 	}
-	return 0
+	switch r.Metric {
+	case "p":
+		return metrics.Percentile(s.lat, r.Percentile), true
+	case "med":
+		return metrics.Percentile(s.lat, 50), true
+	case "avg":
+		return metrics.LatencyOf(s.lat, s.latSum).Mean, true
+	case "min":
+		return metrics.LatencyOf(s.lat, s.latSum).Min, true
+	case "max":
+		return metrics.LatencyOf(s.lat, s.latSum).Max, true
+	case "error_rate":
+		return float64(s.errors) / float64(s.requests), true
+	case "rps":
+		if s.durationS <= 0 {
+			return 0, false
+		}
+		return float64(s.requests) / s.durationS, true
+	}
+	return 0, false
+}
+
+// source returns the figures a rule looks at, from cumulative counts t after durationS seconds.
+func (c *collector) source(rule thresholdRule, t *metrics.Counts, lat *hdr.Histogram, durationS float64) thresholdSource {
+	if rule.name >= 0 && c.e.names != nil {
+		counts := make([]metrics.NameCount, len(c.e.names.Names))
+		c.e.names.Read(counts)
+		n := counts[rule.name]
+		return thresholdSource{lat: c.e.names.Hist(rule.name), requests: n.Successes + n.Errors,
+			errors: n.Errors, durationS: durationS}
+	}
+	return thresholdSource{lat: lat, latSum: t.LatSum, requests: t.Requests, errors: t.Errors(), durationS: durationS}
+}
+
+// evaluate judges every threshold on cumulative counts.
+func (c *collector) evaluate(t *metrics.Counts, lat *hdr.Histogram, durationS float64) []metrics.ThresholdResult {
+	out := make([]metrics.ThresholdResult, 0, len(c.e.thresholds))
+	for _, th := range c.e.thresholds {
+		r := metrics.ThresholdResult{Expr: th.label}
+		if v, ok := c.source(th, t, lat, durationS).value(th.rule); ok {
+			r.Value, r.OK = &v, th.rule.Pass(v)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// checkAbort stops the run when a threshold marked abort_on_fail fails on the data so far.
+// Thresholds without data yet are not judged early.
+func (c *collector) checkAbort(t *metrics.Counts, elapsedS float64) {
+	var lat *hdr.Histogram
+	for _, th := range c.e.thresholds {
+		if !th.abort {
+			continue
+		}
+		if lat == nil {
+			lat = metrics.HistFromCounts(t.Lat)
+		}
+		v, ok := c.source(th, t, lat, elapsedS).value(th.rule)
+		if ok && !th.rule.Pass(v) {
+			c.e.abort(fmt.Sprintf("threshold %s failed after %.0fs (value %g)", th.label, elapsedS, v))
+			return
+		}
+	}
 }

@@ -28,10 +28,11 @@ const (
 const streamAbove = 256 << 10
 
 type vuReq struct {
+	spec   *reqSpec
 	req    *fasthttp.Request
 	client *fasthttp.HostClient
-	checks []plan.Check
 	name   *metrics.NameBlock // nil when the plan has one request name
+	buf    []byte             // render buffer for templated parts
 }
 
 type hostClient struct {
@@ -53,15 +54,23 @@ type vu struct {
 	state     atomic.Int32
 	streaming bool
 	scratch   []byte
+
+	iter        int64    // iterations started by this VU ({{iteration}})
+	row         [][]byte // the data row of the current iteration
+	vars        [][]byte // extracted variables, by slot
+	checkCounts []checkCount
 }
 
 func newVU(e *Engine, id int) *vu {
 	v := &vu{
 		e: e, id: id, shard: e.rec.Shard(id), resp: &fasthttp.Response{},
-		rng:     rand.New(rand.NewPCG(uint64(id), uint64(e.start.UnixNano()))),
-		timeout: e.p.HTTP.Timeout.D(),
+		rng:         rand.New(rand.NewPCG(uint64(id), uint64(e.start.UnixNano()))),
+		timeout:     e.p.HTTP.Timeout.D(),
+		vars:        make([][]byte, e.extractSlots),
+		checkCounts: e.checkCounts[id%len(e.checkCounts)],
 	}
-	for _, s := range e.reqs {
+	for i := range e.reqs {
+		s := &e.reqs[i]
 		c := v.client(s.tls, s.addr, s.host)
 		req := &fasthttp.Request{}
 		req.SetRequestURI(s.r.URL)
@@ -80,7 +89,7 @@ func newVU(e *Engine, id int) *vu {
 		if !e.p.HTTP.KeepAliveOn() {
 			req.SetConnectionClose()
 		}
-		vr := vuReq{req: req, client: c, checks: s.checks}
+		vr := vuReq{spec: s, req: req, client: c}
 		if e.names != nil {
 			vr.name = e.names.Block(id, s.name)
 		}
@@ -138,10 +147,72 @@ func equalFold(a, b string) bool {
 	return true
 }
 
-// iteration runs one iteration: one request picked by weight. due is when it should have started
-// (latency is measured from it), sent when it actually starts.
+// iteration runs one iteration: one request picked by weight, or every request in order (flow
+// "sequence"), each followed by its think time. due is when the iteration should have started
+// (the first request's latency is measured from it), sent when it actually starts.
 func (v *vu) iteration(due, sent time.Time) {
-	v.do(v.pick(), due, sent)
+	e := v.e
+	if n := len(e.rows); n > 0 {
+		i := v.id
+		if e.p.Data.Mode == plan.DataPerIteration {
+			i = int(e.rowNext.Add(1) - 1)
+		}
+		v.row = e.rows[i%n]
+	}
+	if e.p.Flow == plan.FlowSequence {
+		for i := range v.reqs {
+			if i > 0 {
+				if e.stop.Load() || v.state.Load() == abandoned {
+					break
+				}
+				due = time.Now()
+				sent = due
+			}
+			r := &v.reqs[i]
+			v.do(r, due, sent)
+			v.think(r)
+		}
+	} else {
+		r := v.pick()
+		v.do(r, due, sent)
+		v.think(r)
+	}
+	v.iter++
+}
+
+// think pauses for the request's think time (a random draw within its range), waking early
+// when the run stops.
+func (v *vu) think(r *vuReq) {
+	lo, hi := r.spec.thinkLo, r.spec.thinkHi
+	if hi <= 0 {
+		return
+	}
+	d := lo
+	if hi > lo {
+		d += time.Duration(v.rng.Int64N(int64(hi - lo + 1)))
+	}
+	for d > 0 && !v.e.stop.Load() {
+		step := min(d, parkStep)
+		time.Sleep(step)
+		d -= step
+	}
+}
+
+// prepare renders the request's templated parts for this iteration into its reused buffer.
+func (v *vu) prepare(r *vuReq) {
+	s := r.spec
+	if s.urlT != nil {
+		r.buf = s.urlT.render(r.buf[:0], v)
+		r.req.SetRequestURIBytes(r.buf)
+	}
+	for _, h := range s.hdrT {
+		r.buf = h.t.render(r.buf[:0], v)
+		r.req.Header.SetBytesV(h.name, r.buf)
+	}
+	if s.bodyT != nil {
+		r.buf = s.bodyT.render(r.buf[:0], v)
+		r.req.SetBody(r.buf)
+	}
 }
 
 // pick chooses the next request by weight (cumulative weights, one random draw).
@@ -173,6 +244,7 @@ func (v *vu) do(r *vuReq, due, sent time.Time) {
 	if !v.state.CompareAndSwap(idle, inFlight) {
 		return // abandoned before it could start
 	}
+	v.prepare(r)
 	body, err := v.exchange(r.client, r.req, deadline)
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
@@ -189,12 +261,16 @@ func (v *vu) do(r *vuReq, due, sent time.Time) {
 	o := metrics.Outcome{Kind: kind}
 	if kind == metrics.KindNone || kind == metrics.RedirectLoop && v.resp.StatusCode() > 0 {
 		status := v.resp.StatusCode()
+		latency := done.Sub(due)
 		o.Status = status
-		o.LatencyUs = done.Sub(due).Microseconds()
+		o.LatencyUs = latency.Microseconds()
 		o.ServiceUs = done.Sub(sent).Microseconds()
 		o.BodyBytes = body
 		if kind == metrics.KindNone {
-			o.Kind = judge(status, r.checks)
+			o.Kind = v.judgeChecks(r, status, latency)
+			for i := range r.spec.extracts {
+				r.spec.extracts[i].apply(v)
+			}
 		}
 	}
 	v.shard.Record(o)
@@ -222,7 +298,7 @@ func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request, deadline ti
 		return int64(len(v.resp.Body())), nil
 	}
 	n := len(v.resp.Body())
-	if n > streamAbove {
+	if n > streamAbove && !v.e.needBody {
 		v.startStreaming()
 	}
 	return int64(n), nil
@@ -309,45 +385,4 @@ func (v *vu) abandon() {
 		return
 	}
 	v.state.Store(abandoned)
-}
-
-// judge decides success from the status and the checks. Without a status check, 4xx and 5xx are
-// failures (as k6's default expected statuses 200–399); a status check replaces that rule.
-func judge(status int, checks []plan.Check) metrics.ErrorKind {
-	statusChecked := false
-	for _, c := range checks {
-		if c.Type == "status" {
-			statusChecked = true
-			if !compare(float64(status), c.Op, c.Value) {
-				return metrics.CheckFailed
-			}
-		}
-	}
-	if !statusChecked {
-		switch {
-		case status >= 500:
-			return metrics.Status5xx
-		case status >= 400:
-			return metrics.Status4xx
-		}
-	}
-	return metrics.KindNone
-}
-
-func compare(a float64, op string, b float64) bool {
-	switch op {
-	case "eq":
-		return a == b
-	case "ne":
-		return a != b
-	case "lt":
-		return a < b
-	case "le":
-		return a <= b
-	case "gt":
-		return a > b
-	case "ge":
-		return a >= b
-	}
-	return false
 }

@@ -1,6 +1,10 @@
 package metrics
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
 
 // MaxNames caps the distinct request names that get statistics of their own; further names share
 // the OtherName bucket, so a plan cannot explode memory (each name holds a few histograms).
@@ -72,6 +76,15 @@ func (s *NameSet) Latency(j int) Latency {
 		sum += shard[j].lat.AddTo(counts)
 	}
 	return LatencyOf(HistFromCounts(counts), sum)
+}
+
+// Hist returns name j's cumulative latency histogram.
+func (s *NameSet) Hist(j int) *hdr.Histogram {
+	counts := make([]int64, CountsLen)
+	for _, shard := range s.blocks {
+		shard[j].lat.AddTo(counts)
+	}
+	return HistFromCounts(counts)
 }
 
 // NameSample is one name's figures in a Sample.

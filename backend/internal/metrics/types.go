@@ -62,33 +62,44 @@ type NameStats struct {
 
 // Summary is the whole run, computed from the merged histograms.
 type Summary struct {
-	Requests              int64                `json:"requests"`
-	Successes             int64                `json:"successes"`
-	Errors                int64                `json:"errors"`
-	Interrupted           int64                `json:"interrupted"`
-	DroppedIterations     int64                `json:"dropped_iterations"`
-	DurationS             float64              `json:"duration_s"`
-	RPS                   float64              `json:"rps"`
-	SendRate              float64              `json:"send_rate"`
-	ErrorRate             float64              `json:"error_rate"`
-	Latency               Latency              `json:"latency_ms"`
-	LatencySuccess        Latency              `json:"latency_ms_success"`
-	ServiceTime           Latency              `json:"service_time_ms"`
-	ScheduleLag           Latency              `json:"schedule_lag_ms"`
-	StatusCodes           map[string]int64     `json:"status_codes"`
-	ErrorKinds            map[string]int64     `json:"error_kinds"`
-	BytesIn               int64                `json:"bytes_in"`
-	BodyBytesIn           int64                `json:"body_bytes_in"`
-	BytesOut              int64                `json:"bytes_out"`
-	Client                ClientSummary        `json:"client"`
-	Thresholds            []ThresholdResult    `json:"thresholds"`
-	ByName                map[string]NameStats `json:"by_name"`
-	Sweep                 []SweepRow           `json:"sweep,omitempty"`
-	Executor              string               `json:"executor"`
-	Seconds               int                  `json:"seconds"`
-	GeneratorBoundSeconds int                  `json:"generator_bound_seconds"`
+	Requests          int64                `json:"requests"`
+	Successes         int64                `json:"successes"`
+	Errors            int64                `json:"errors"`
+	Interrupted       int64                `json:"interrupted"`
+	DroppedIterations int64                `json:"dropped_iterations"`
+	DurationS         float64              `json:"duration_s"`
+	RPS               float64              `json:"rps"`
+	SendRate          float64              `json:"send_rate"`
+	ErrorRate         float64              `json:"error_rate"`
+	Latency           Latency              `json:"latency_ms"`
+	LatencySuccess    Latency              `json:"latency_ms_success"`
+	ServiceTime       Latency              `json:"service_time_ms"`
+	ScheduleLag       Latency              `json:"schedule_lag_ms"`
+	StatusCodes       map[string]int64     `json:"status_codes"`
+	ErrorKinds        map[string]int64     `json:"error_kinds"`
+	BytesIn           int64                `json:"bytes_in"`
+	BodyBytesIn       int64                `json:"body_bytes_in"`
+	BytesOut          int64                `json:"bytes_out"`
+	Client            ClientSummary        `json:"client"`
+	Thresholds        []ThresholdResult    `json:"thresholds"`
+	ByName            map[string]NameStats `json:"by_name"`
+	Sweep             []SweepRow           `json:"sweep,omitempty"`
+	Checks            []CheckResult        `json:"checks"`
+	// Aborted says why the run ended early (a threshold with abort_on_fail); empty otherwise.
+	Aborted               string `json:"aborted,omitempty"`
+	Executor              string `json:"executor"`
+	Seconds               int    `json:"seconds"`
+	GeneratorBoundSeconds int    `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
+}
+
+// CheckResult is one check's tally over the run.
+type CheckResult struct {
+	Request string `json:"request"`
+	Check   string `json:"check"`
+	Passes  int64  `json:"passes"`
+	Fails   int64  `json:"fails"`
 }
 
 // SweepRow is one level of a concurrency sweep: the capacity table of the published comparisons.

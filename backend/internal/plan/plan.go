@@ -27,30 +27,74 @@ const (
 
 // Plan is one load test: what to request, how much load, how to talk HTTP, and pass/fail rules.
 type Plan struct {
-	Name       string    `json:"name"`
-	Requests   []Request `json:"requests"`
-	Load       Load      `json:"load"`
-	HTTP       HTTP      `json:"http"`
-	Thresholds []string  `json:"thresholds"`
+	Name     string    `json:"name"`
+	Requests []Request `json:"requests"`
+	// Flow is how an iteration uses the requests: "weighted" (default: one request picked by
+	// weight, as Locust tasks) or "sequence" (every request in order, as a k6 default function).
+	Flow string `json:"flow,omitempty"`
+	// ThinkTime is a pause after each request: "1s", or a random range "500ms-2s".
+	ThinkTime  ThinkTime   `json:"think_time,omitempty"`
+	Data       *Data       `json:"data,omitempty"`
+	Load       Load        `json:"load"`
+	HTTP       HTTP        `json:"http"`
+	Thresholds []Threshold `json:"thresholds"`
+}
+
+// Data is a CSV table whose columns become {{variables}}: the first row names the columns.
+// Mode "per-iteration" (default) hands each iteration the next row, all VUs sharing one cursor;
+// "per-vu" gives VU n row n for the whole run. Rows wrap around. File is read by `volley run`
+// (relative to the plan file) into CSV; the API takes CSV text only.
+type Data struct {
+	CSV  string `json:"csv,omitempty"`
+	File string `json:"file,omitempty"`
+	Mode string `json:"mode,omitempty"`
 }
 
 // Request is one HTTP request of a plan. Weight picks requests in a weighted mix (default 1).
+// URL, header values and Body may hold {{variables}} (see ParseTemplate).
 type Request struct {
-	Name    string            `json:"name"`
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body"`
-	Weight  int               `json:"weight"`
-	Checks  []Check           `json:"checks,omitempty"`
+	Name      string            `json:"name"`
+	Method    string            `json:"method"`
+	URL       string            `json:"url"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Body      string            `json:"body"`
+	Weight    int               `json:"weight"`
+	ThinkTime ThinkTime         `json:"think_time,omitempty"` // overrides the plan's
+	Checks    []Check           `json:"checks,omitempty"`
+	Extract   []Extract         `json:"extract,omitempty"`
 }
 
-// Check is a per-response assertion. Supported now: {"type":"status","op":"eq|ne|lt|le|gt|ge","value":200}.
-// A response that fails a check is counted with error kind check_failed.
+// Check is a per-response assertion; a response that fails one is counted with error kind
+// check_failed, and each check's passes and fails appear in the summary.
+//
+//	{"type":"status",  "op":"eq|ne|lt|le|gt|ge", "value":200}
+//	{"type":"header",  "name":"Content-Type", "op":"contains|eq|exists", "value":"json"}
+//	{"type":"body",    "op":"contains|not_contains", "value":"ok"}
+//	{"type":"json",    "path":"data.status", "op":"eq|ne|exists|contains", "value":"active"}
+//	{"type":"latency", "op":"lt|le", "value":"200ms"}
+//
+// A status check replaces the default rule that 4xx and 5xx responses are failures.
 type Check struct {
-	Type  string  `json:"type"`
-	Op    string  `json:"op"`
-	Value float64 `json:"value"`
+	Type  string `json:"type"`
+	Op    string `json:"op"`
+	Value any    `json:"value,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Extract takes a value from a response into a {{variable}} of the VU for later requests:
+//
+//	{"var":"token", "from":"json",   "path":"data.token"}   (gjson path syntax)
+//	{"var":"sid",   "from":"header", "name":"X-Session"}
+//	{"var":"id",    "from":"regex",  "pattern":"id=(\\d+)"} (the first group, else the match)
+//
+// A value that is not found leaves the variable empty.
+type Extract struct {
+	Var     string `json:"var"`
+	From    string `json:"from"`
+	Path    string `json:"path,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // HTTP holds client options. KeepAlive is a pointer so that an absent field means the default (true).
@@ -199,7 +243,13 @@ func (p *Plan) Defaults() {
 		p.HTTP.MaxRedirects = DefaultRedirects
 	}
 	if p.Thresholds == nil {
-		p.Thresholds = []string{}
+		p.Thresholds = []Threshold{}
+	}
+	if p.Flow == "" {
+		p.Flow = FlowWeighted
+	}
+	if p.Data != nil && p.Data.Mode == "" {
+		p.Data.Mode = DataPerIteration
 	}
 }
 
@@ -238,17 +288,16 @@ func (p *Plan) Validate() error {
 			v.add(f+"weight", "must be 1 or more")
 		}
 		for j, c := range r.Checks {
-			cf := f + "checks[" + strconv.Itoa(j) + "]"
-			if c.Type != "status" {
-				v.add(cf+".type", fmt.Sprintf("%q is not a known check type (status)", c.Type))
-			}
-			switch c.Op {
-			case "eq", "ne", "lt", "le", "gt", "ge":
-			default:
-				v.add(cf+".op", fmt.Sprintf("%q is not one of eq, ne, lt, le, gt, ge", c.Op))
-			}
+			validateCheck(f+"checks["+strconv.Itoa(j)+"]", c, v)
+		}
+		for j, x := range r.Extract {
+			validateExtract(f+"extract["+strconv.Itoa(j)+"]", x, v)
+		}
+		if _, _, err := r.ThinkTime.Range(); err != nil {
+			v.add(f+"think_time", err.Error())
 		}
 	}
+	p.validateScenario(v)
 	p.Load.validate(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")
@@ -266,9 +315,17 @@ func (p *Plan) Validate() error {
 			v.add("http.hosts", fmt.Sprintf("%q → %q is not a host → address mapping", name, addr))
 		}
 	}
+	names := map[string]bool{}
+	for _, r := range p.Requests {
+		names[r.Name] = true
+	}
 	for i, t := range p.Thresholds {
-		if _, err := ParseThreshold(t); err != nil {
-			v.add("thresholds["+strconv.Itoa(i)+"]", err.Error())
+		f := "thresholds[" + strconv.Itoa(i) + "]"
+		if _, err := ParseThreshold(t.Expr); err != nil {
+			v.add(f, err.Error())
+		}
+		if t.Request != "" && !names[t.Request] {
+			v.add(f+".request", fmt.Sprintf("%q is not the name of a request of this plan", t.Request))
 		}
 	}
 	if len(v.Fields) > 0 {

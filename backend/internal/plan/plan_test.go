@@ -48,7 +48,7 @@ func TestParseNamesEveryProblem(t *testing.T) {
 	  "name": "",
 	  "requests": [
 	    {"method": "FETCH", "url": "ftp://x/", "headers": {"Bad Name": "v"}, "weight": -1},
-	    {"url": "http://", "checks": [{"type": "body", "op": "like", "value": 1}]}
+	    {"url": "http://", "checks": [{"type": "bogus", "op": "like", "value": 1}, {"type": "status", "op": "like", "value": 200}]}
 	  ],
 	  "load": {"executor": "constant-vus", "vus": 0, "duration": "soon", "vuz": 3},
 	  "http": {"timeout": "-1s", "keep_alive": "yes"},
@@ -74,7 +74,7 @@ func TestParseNamesEveryProblem(t *testing.T) {
 		t.Fatalf("want *ValidationError, got %v", err)
 	}
 	for _, f := range []string{"name", "requests[0].method", "requests[0].url", "requests[0].headers",
-		"requests[0].weight", "requests[1].url", "requests[1].checks[0].type", "requests[1].checks[0].op",
+		"requests[0].weight", "requests[1].url", "requests[1].checks[0].type", "requests[1].checks[1].op",
 		"load.vus", "http.timeout", "thresholds[0]"} {
 		if ve.Fields[f] == "" {
 			t.Errorf("value problem %q not named; got %v", f, ve.Fields)

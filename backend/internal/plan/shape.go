@@ -11,7 +11,10 @@ import (
 
 var planShape = reflect.TypeOf(Plan{})
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType  = reflect.TypeOf(Duration(0))
+	thresholdType = reflect.TypeOf(Threshold{})
+)
 
 // checkShape walks decoded JSON against the Go type and records, by field path, every unknown key
 // and every value of the wrong JSON type, so that one response names all of them. It removes each
@@ -27,6 +30,9 @@ func checkShape(v any, t reflect.Type, path string, verr *ValidationError) bool 
 	}
 	if v == nil {
 		return true // null means "unset": defaults apply
+	}
+	if _, isString := v.(string); isString && t == thresholdType {
+		return true // the short form of a threshold
 	}
 	if t == durationType {
 		s, ok := v.(string)

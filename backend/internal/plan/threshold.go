@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// Threshold is a pass/fail rule on a whole run, written as in k6: `p(95)<200ms`, `p(99.9)<1s`,
+// Rule is a parsed threshold expression: a pass/fail rule on a whole run, written as in k6: `p(95)<200ms`, `p(99.9)<1s`,
 // `avg<100ms`, `max<2s`, `error_rate<1%`, `rps>1000`.
 //
 // Latency values are kept in milliseconds, error_rate as a fraction (1% → 0.01), rps per second.
-type Threshold struct {
+type Rule struct {
 	Expr       string
 	Metric     string  // "p", "avg", "min", "max", "med", "error_rate", "rps"
 	Percentile float64 // for Metric "p"
@@ -23,17 +23,17 @@ type Threshold struct {
 var thresholdRE = regexp.MustCompile(`^\s*(p\(\s*([0-9]+(?:\.[0-9]+)?)\s*\)|avg|min|max|med|error_rate|rps)\s*(<=|>=|==|<|>)\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|us|µs|m|%)?\s*$`)
 
 // ParseThreshold parses one threshold expression; the error says what is wrong in words.
-func ParseThreshold(expr string) (Threshold, error) {
+func ParseThreshold(expr string) (Rule, error) {
 	m := thresholdRE.FindStringSubmatch(expr)
 	if m == nil {
-		return Threshold{}, fmt.Errorf("%q is not a threshold; write e.g. p(95)<200ms, avg<100ms, error_rate<1%%, rps>1000", expr)
+		return Rule{}, fmt.Errorf("%q is not a threshold; write e.g. p(95)<200ms, avg<100ms, error_rate<1%%, rps>1000", expr)
 	}
-	t := Threshold{Expr: strings.TrimSpace(expr), Metric: m[1], Op: m[3]}
+	t := Rule{Expr: strings.TrimSpace(expr), Metric: m[1], Op: m[3]}
 	if strings.HasPrefix(m[1], "p(") {
 		t.Metric = "p"
 		t.Percentile, _ = strconv.ParseFloat(m[2], 64)
 		if t.Percentile <= 0 || t.Percentile > 100 {
-			return Threshold{}, fmt.Errorf("percentile in %q must be in (0, 100]", expr)
+			return Rule{}, fmt.Errorf("percentile in %q must be in (0, 100]", expr)
 		}
 	}
 	val, _ := strconv.ParseFloat(m[4], 64)
@@ -49,7 +49,7 @@ func ParseThreshold(expr string) (Threshold, error) {
 		case "m":
 			val *= float64(time.Minute / time.Millisecond)
 		default:
-			return Threshold{}, fmt.Errorf("%q: a latency needs a time unit (ms, s)", expr)
+			return Rule{}, fmt.Errorf("%q: a latency needs a time unit (ms, s)", expr)
 		}
 	case "error_rate":
 		switch unit {
@@ -57,11 +57,11 @@ func ParseThreshold(expr string) (Threshold, error) {
 			val /= 100
 		case "":
 		default:
-			return Threshold{}, fmt.Errorf("%q: error_rate takes a percentage (1%%) or a fraction (0.01)", expr)
+			return Rule{}, fmt.Errorf("%q: error_rate takes a percentage (1%%) or a fraction (0.01)", expr)
 		}
 	case "rps":
 		if unit != "" {
-			return Threshold{}, fmt.Errorf("%q: rps takes a plain number", expr)
+			return Rule{}, fmt.Errorf("%q: rps takes a plain number", expr)
 		}
 	}
 	t.Value = val
@@ -69,7 +69,7 @@ func ParseThreshold(expr string) (Threshold, error) {
 }
 
 // Pass reports whether an observed value satisfies the threshold.
-func (t Threshold) Pass(observed float64) bool {
+func (t Rule) Pass(observed float64) bool {
 	switch t.Op {
 	case "<":
 		return observed < t.Value
