@@ -53,11 +53,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintf(stderr, "volley: "+format+"\n", args...)
 		return exitCode(exitCannotRun)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fail("cannot read the plan: %v", err)
-	}
-	p, err := plan.Parse(data)
+	p, err := plan.ParseFile(path) // also reads data.file, relative to the plan
 	if err != nil {
 		if ve, ok := err.(*plan.ValidationError); ok {
 			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
@@ -75,7 +71,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 			}
 			return exitCode(exitInvalidPlan)
 		}
-		return fail("%v", err)
+		return fail("cannot read the plan: %v", err)
 	}
 	// Open --out now: a path that cannot be written must fail before the load, not after it.
 	var outFile *os.File
