@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,11 +82,12 @@ type Engine struct {
 }
 
 type reqSpec struct {
-	r    plan.Request
-	addr string // where to connect (after the hosts override)
-	host string // the URL's host name, for SNI
-	tls  bool
-	name int // index into names
+	r        plan.Request
+	scheme   string
+	hostport string // the URL's host[:port]; each VU maps it to an address with addrFor
+	host     string // the URL's host name, for SNI
+	tls      bool
+	name     int // index into names
 
 	urlT, bodyT      tmpl // nil: static
 	hdrT             []hdrTmpl
@@ -245,12 +247,13 @@ func (e *Engine) spec(r plan.Request) (reqSpec, error) {
 	if err != nil {
 		return reqSpec{}, fmt.Errorf("request %q: %w", r.Name, err)
 	}
-	addr := e.addrFor(u.Scheme, u.Host)
-	return reqSpec{r: r, addr: addr, host: u.Hostname(), tls: u.Scheme == "https"}, nil
+	return reqSpec{r: r, scheme: u.Scheme, hostport: u.Host, host: u.Hostname(), tls: u.Scheme == "https"}, nil
 }
 
-// addrFor maps a URL host (with optional port) to the address to dial, applying http.hosts.
-func (e *Engine) addrFor(scheme, hostport string) string {
+// addrFor maps a URL host (with optional port) to the address VU vuID dials, applying http.hosts.
+// A hosts entry may list several addresses ("127.0.0.1:9001,127.0.0.2:9001"): VU i uses the
+// (i mod n)-th, spreading VUs over them as a round-robin DNS would.
+func (e *Engine) addrFor(scheme, hostport string, vuID int) string {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host, port = hostport, ""
@@ -265,6 +268,10 @@ func (e *Engine) addrFor(scheme, hostport string) string {
 		}
 	}
 	if to, ok := e.p.HTTP.Hosts[host]; ok {
+		if strings.Contains(to, ",") {
+			list := strings.Split(to, ",")
+			to = strings.TrimSpace(list[vuID%len(list)])
+		}
 		if _, _, err := net.SplitHostPort(to); err == nil {
 			return to
 		}
@@ -279,6 +286,9 @@ func (e *Engine) addrFor(scheme, hostport string) string {
 func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	l := e.p.Load
 	grace := l.GracefulStop.D()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs := ms.Mallocs
 	e.start = time.Now()
 	e.end = e.start.Add(l.Length())
 	e.hardStop = e.end.Add(grace)
@@ -320,7 +330,12 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	endTime := time.Now()
 	close(colStop)
 	<-colDone
-	return col.finish(endTime, sendEnd), nil
+	sum := col.finish(endTime, sendEnd)
+	runtime.ReadMemStats(&ms)
+	if sum.Requests > 0 {
+		sum.Client.HeapAllocsPerRequest = round(float64(ms.Mallocs-mallocs)/float64(sum.Requests), 4)
+	}
+	return sum, nil
 }
 
 // launch starts the executor's first VUs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,5 +298,25 @@ func TestSweepKnee(t *testing.T) {
 	}
 	if sum.Sweep[3].P50 < 1.5*sum.Sweep[2].P50 {
 		t.Errorf("latency should climb past the knee: %+v", sum.Sweep)
+	}
+}
+
+// A hosts entry listing several addresses spreads VUs over them (VU i → address i mod n), and
+// the URL's host still goes into the Host header.
+func TestHostsSpreadVUsOverAddresses(t *testing.T) {
+	var hostA, hostB string
+	a := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostA = r.Host })
+	b := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostB = r.Host })
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":"http://svc.test:8000/"}],"load":{"vus":4,"duration":"1s"},
+		"http":{"hosts":{"svc.test":"%s, %s"}}}`, strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://"))
+	sum, _ := run(t, mustPlan(t, js))
+	if a.Conns() != 2 || b.Conns() != 2 || sum.Errors != 0 {
+		t.Errorf("connections %d + %d, errors %v", a.Conns(), b.Conns(), sum.ErrorKinds)
+	}
+	if hostA != "svc.test:8000" || hostB != "svc.test:8000" {
+		t.Errorf("Host headers %q %q", hostA, hostB)
+	}
+	if sum.Client.HeapAllocsPerRequest <= 0 || sum.Client.HeapAllocsPerRequest > 1 {
+		t.Errorf("heap allocs per request %v", sum.Client.HeapAllocsPerRequest)
 	}
 }

@@ -71,7 +71,7 @@ func newVU(e *Engine, id int) *vu {
 	}
 	for i := range e.reqs {
 		s := &e.reqs[i]
-		c := v.client(s.tls, s.addr, s.host)
+		c := v.client(s.tls, e.addrFor(s.scheme, s.hostport, id), s.host)
 		req := &fasthttp.Request{}
 		req.SetRequestURI(s.r.URL)
 		req.Header.SetMethod(s.r.Method)
@@ -353,7 +353,7 @@ func (v *vu) follow(orig *fasthttp.Request, deadline time.Time) (int64, metrics.
 		}
 		host := string(u.Host())
 		req.Header.SetHostBytes(u.Host())
-		c := v.client(isTLS, v.e.addrFor(scheme, host), hostname(host))
+		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
 		n, err := v.exchange(c, req, deadline)
 		body = n
 		if err != nil {

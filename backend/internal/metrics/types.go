@@ -43,6 +43,9 @@ type ClientSummary struct {
 	CPUPercentAvg float64 `json:"cpu_percent_avg"`
 	CPUPercentMax float64 `json:"cpu_percent_max"`
 	RSSBytesMax   uint64  `json:"rss_bytes_max"`
+	// HeapAllocsPerRequest is the process's heap allocations over the run divided by requests
+	// (runtime.MemStats.Mallocs): the hot path's allocation rate, start-up included.
+	HeapAllocsPerRequest float64 `json:"heap_allocs_per_request"`
 }
 
 // ThresholdResult is one evaluated threshold. Value is nil when the run produced no data for it

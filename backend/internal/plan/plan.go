@@ -105,8 +105,9 @@ type HTTP struct {
 	FollowRedirects    bool     `json:"follow_redirects"`
 	MaxRedirects       int      `json:"max_redirects"`
 	InsecureSkipVerify bool     `json:"insecure_skip_verify"`
-	// Hosts overrides name resolution: "api.example.test" → "127.0.0.1:8443" (or an IP). The URL's
-	// host still goes into the Host header and TLS SNI.
+	// Hosts overrides name resolution: "api.example.test" → "127.0.0.1:8443" (or an IP), or a
+	// comma-separated list over which VUs are spread (VU i → address i mod n). The URL's host
+	// still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
@@ -310,9 +311,13 @@ func (p *Plan) Validate() error {
 	if p.HTTP.ConnectTimeout < 0 {
 		v.add("http.connect_timeout", "must not be negative")
 	}
-	for name, addr := range p.HTTP.Hosts {
-		if name == "" || addr == "" || strings.ContainsAny(name+addr, " /") {
-			v.add("http.hosts", fmt.Sprintf("%q → %q is not a host → address mapping", name, addr))
+	for name, addrs := range p.HTTP.Hosts {
+		for _, addr := range strings.Split(addrs, ",") {
+			addr = strings.TrimSpace(addr)
+			if name == "" || addr == "" || strings.ContainsAny(name+addr, " /") {
+				v.add("http.hosts", fmt.Sprintf("%q → %q is not a host → address[,address…] mapping", name, addrs))
+				break
+			}
 		}
 	}
 	names := map[string]bool{}
