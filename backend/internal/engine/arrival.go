@@ -51,9 +51,7 @@ func (v *vu) openLoop() {
 			e.grow()
 		}
 		v.shard.Lag(now.Sub(due).Microseconds())
-		e.rec.VUStarted()
 		v.iteration(due, now)
-		e.rec.VUStopped()
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // the load generator's queueing rather than the target.
 const (
 	boundFraction = 0.9
-	boundLag      = 10 * time.Millisecond
+	boundLag      = 5 * time.Millisecond // half the drop tolerance: lag capped by drops still shows
 )
 
 // collector turns the recorder's cumulative counters into one Sample per interval, on an absolute
@@ -84,6 +84,15 @@ func (c *collector) loop(stop <-chan struct{}) {
 	}
 }
 
+// activeVUs is the VUs running iterations (closed models) or the VUs allocated to the arrival
+// schedule, busy or waiting for their next arrival (open models), as k6 reports them.
+func (c *collector) activeVUs() int64 {
+	if c.e.maxVUs > 0 {
+		return c.e.pool.Load()
+	}
+	return c.e.rec.ActiveVUs()
+}
+
 // tick reads the counters and emits the sample for (lastTick, now].
 func (c *collector) tick(now time.Time, final bool) {
 	c.e.rec.Read(c.cur)
@@ -109,7 +118,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		Errors:            d.Errors(),
 		Interrupted:       d.Interrupted,
 		Latency:           metrics.LatencyOf(h, d.LatSum),
-		ActiveVUs:         c.e.rec.ActiveVUs(),
+		ActiveVUs:         c.activeVUs(),
 		DroppedIterations: d.Dropped,
 		BytesIn:           d.BytesIn,
 		BytesOut:          d.BytesOut,

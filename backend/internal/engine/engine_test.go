@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,17 +305,17 @@ func TestSweepKnee(t *testing.T) {
 // A hosts entry listing several addresses spreads VUs over them (VU i → address i mod n), and
 // the URL's host still goes into the Host header.
 func TestHostsSpreadVUsOverAddresses(t *testing.T) {
-	var hostA, hostB string
-	a := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostA = r.Host })
-	b := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostB = r.Host })
+	var hostA, hostB atomic.Value
+	a := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostA.Store(r.Host) })
+	b := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { hostB.Store(r.Host) })
 	js := fmt.Sprintf(`{"name":"t","requests":[{"url":"http://svc.test:8000/"}],"load":{"vus":4,"duration":"1s"},
 		"http":{"hosts":{"svc.test":"%s, %s"}}}`, strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://"))
 	sum, _ := run(t, mustPlan(t, js))
 	if a.Conns() != 2 || b.Conns() != 2 || sum.Errors != 0 {
 		t.Errorf("connections %d + %d, errors %v", a.Conns(), b.Conns(), sum.ErrorKinds)
 	}
-	if hostA != "svc.test:8000" || hostB != "svc.test:8000" {
-		t.Errorf("Host headers %q %q", hostA, hostB)
+	if hostA.Load() != "svc.test:8000" || hostB.Load() != "svc.test:8000" {
+		t.Errorf("Host headers %q %q", hostA.Load(), hostB.Load())
 	}
 	if sum.Client.HeapAllocsPerRequest <= 0 { // the in-process net/http targets allocate too
 		t.Errorf("heap allocs per request not reported: %v", sum.Client.HeapAllocsPerRequest)

@@ -37,3 +37,90 @@ describe('SummaryCard', () => {
     expect(container.textContent).toContain('30 MiB');
   });
 });
+
+describe('SummaryCard, new fields', () => {
+  it('shows each count once, grouped, while the hooks keep the plain integer', () => {
+    const { container } = render(SummaryCard, { summary: { ...summary, requests: 3646203, successes: 3646203, errors: 0 } });
+    const tile = container.querySelector('[data-testid=summary-requests]')!.closest('.tile')!;
+    expect(container.querySelector('[data-testid=summary-requests]')!.textContent).toBe('3646203');
+    const visible = tile.querySelector('[aria-hidden=true]')!.textContent;
+    expect(visible).toBe('3,646,203');
+    // the same number is not printed a second time in the tile ("3,646,203 ok")
+    expect(tile.textContent!.split('3,646,203').length - 1).toBe(1);
+  });
+
+  it('formats threshold values in their unit; null is "no data" and fails', () => {
+    const { container } = render(SummaryCard, {
+      summary: {
+        ...summary,
+        thresholds: [
+          { expr: 'error_rate<1%', value: 0.0123, ok: false },
+          { expr: 'p(95)<200ms', value: null, ok: true },
+          { expr: 'rps>10', value: 49.00980196, ok: true },
+        ],
+      },
+    });
+    const rows = [...container.querySelectorAll('[data-testid=summary-thresholds] tbody tr')].map((r) => r.textContent);
+    expect(rows[0]).toContain('1.23 %');
+    expect(rows[1]).toContain('no data');
+    expect(rows[1]).toContain('fail');
+    expect(rows[2]).toContain('49 req/s');
+    expect(rows[2]).toContain('pass');
+    expect(container.textContent).toContain('2 of 3 thresholds failed');
+  });
+
+  it('prints — instead of 0 ms when no response arrived (all connect_refused)', () => {
+    const zeros = { min: 0, mean: 0, p50: 0, p75: 0, p90: 0, p95: 0, p99: 0, p99_9: 0, max: 0 };
+    const { container } = render(SummaryCard, {
+      summary: {
+        ...summary,
+        requests: 500,
+        successes: 0,
+        errors: 500,
+        latency_ms: zeros,
+        latency_ms_success: zeros,
+        status_codes: {},
+        error_kinds: { connect_refused: 500 },
+        by_name: {},
+      },
+    });
+    expect(container.querySelector('[data-testid=summary-p95]')!.textContent).toBe('—');
+    const latRow = container.querySelector('[data-latency-row="all responses"]')!;
+    expect(latRow.textContent).not.toContain('0');
+    expect(latRow.textContent).toContain('—');
+  });
+
+  it('notes generator-bound seconds, shows send rate, and for arrival-rate runs dropped iterations and schedule lag', () => {
+    const { container } = render(SummaryCard, {
+      summary: {
+        ...summary,
+        executor: 'constant-arrival-rate',
+        generator_bound_seconds: 3,
+        seconds: 10,
+        send_rate: 12400.4,
+        dropped_iterations: 42,
+        schedule_lag_ms: { min: 0, mean: 0.2, p50: 0.1, p75: 0.2, p90: 0.4, p95: 0.6, p99: 1.234, p99_9: 2, max: 3 },
+      },
+    });
+    expect(container.querySelector('[data-testid=generator-bound-note]')!.textContent).toContain(
+      'Results from 3 of 10 seconds may describe the generator, not the target',
+    );
+    expect(container.querySelector('[data-testid=summary-send-rate]')!.textContent).toBe('12,400');
+    expect(container.querySelector('[data-testid=summary-dropped]')!.textContent).toBe('42');
+    expect(container.querySelector('[data-testid=summary-schedule-lag]')!.textContent).toBe('1.23 ms');
+    expect(container.querySelector('[data-latency-row="schedule lag"]')).not.toBeNull();
+    expect(container.querySelector('[data-testid=summary-cpu]')!.textContent).toMatch(/^0\.7\d cores$/);
+  });
+
+  it('renders the capacity table of a concurrency sweep', () => {
+    const sweep = [
+      { vus: 1, duration_s: 3, requests: 300, rps: 100, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 20, rss_bytes: 1 << 24, knee: false },
+      { vus: 5, duration_s: 3, requests: 1500, rps: 500, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 60, rss_bytes: 1 << 24, knee: true },
+      { vus: 20, duration_s: 3, requests: 1530, rps: 510, p50_ms: 4, p90_ms: 8, p99_ms: 12, error_rate: 0, cpu_percent: 90, rss_bytes: 1 << 24, knee: false },
+    ];
+    const { container } = render(SummaryCard, { summary: { ...summary, executor: 'concurrency-sweep', sweep } });
+    expect(container.querySelectorAll('[data-testid=capacity-row]')).toHaveLength(3);
+    expect(container.querySelector('[data-testid=capacity-row][data-knee="true"]')!.getAttribute('data-vus')).toBe('5');
+    expect(container.textContent).toContain('The knee is at 5 VUs');
+  });
+});

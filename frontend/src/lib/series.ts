@@ -3,8 +3,9 @@
 // seconds arrive, the oldest are dropped in batches (amortised O(1) per sample). Totals cover every
 // sample pushed, including those that fell out of the window.
 import type { Sample } from './types';
+import { hasLatencyData } from './format';
 
-export const COLUMN_KEYS = ['rps', 'p50', 'p95', 'p99', 'errors', 'vus', 'cpu', 'rss_mib'] as const;
+export const COLUMN_KEYS = ['rps', 'p50', 'p95', 'p99', 'errors', 'dropped', 'vus', 'cpu', 'rss_mib', 'lag', 'gb'] as const;
 export type ColumnKey = (typeof COLUMN_KEYS)[number];
 
 /** One line of a chart: which column, its legend label and colour. */
@@ -31,6 +32,7 @@ export class SeriesStore {
   totalRequests = 0;
   totalErrors = 0;
   generatorBoundSeconds = 0;
+  totalDropped = 0;
   last: Sample | null = null;
 
   constructor(capacity = 86_400) {
@@ -55,6 +57,7 @@ export class SeriesStore {
     this.totalRequests = 0;
     this.totalErrors = 0;
     this.generatorBoundSeconds = 0;
+    this.totalDropped = 0;
     this.last = null;
   }
 
@@ -68,7 +71,8 @@ export class SeriesStore {
     const n = this.x.length;
     if (n > 0 && x <= this.x[n - 1]) return false;
 
-    const lat = s.latency_ms ?? null;
+    // A second in which no response arrived (all requests failed before one) has no latency: a gap, not 0 ms.
+    const lat = hasLatencyData(s.latency_ms, s.status_codes) ? s.latency_ms! : null;
     const rss = num(s.client?.rss_bytes);
     this.x.push(x);
     this.cols.rps.push(num(s.rps));
@@ -76,12 +80,17 @@ export class SeriesStore {
     this.cols.p95.push(lat ? num(lat.p95) : null);
     this.cols.p99.push(lat ? num(lat.p99) : null);
     this.cols.errors.push(num(s.errors));
+    this.cols.dropped.push(num(s.dropped_iterations) ?? 0);
     this.cols.vus.push(num(s.active_vus));
     this.cols.cpu.push(num(s.client?.cpu_percent));
     this.cols.rss_mib.push(rss === null ? null : rss / MiB);
+    this.cols.lag.push(num(s.client?.schedule_lag_p99_ms));
+    // 1 in a generator-bound second, null otherwise: the TPS chart shades these seconds.
+    this.cols.gb.push(s.generator_bound ? 1 : null);
 
     this.totalRequests += num(s.requests) ?? 0;
     this.totalErrors += num(s.errors) ?? 0;
+    this.totalDropped += num(s.dropped_iterations) ?? 0;
     if (s.generator_bound) this.generatorBoundSeconds++;
     this.last = s;
 

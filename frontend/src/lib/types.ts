@@ -18,22 +18,40 @@ export interface PlanRequest {
   [extra: string]: unknown;
 }
 
+/** One segment of a ramp: the value (VUs, or iterations per time_unit) moves linearly to target. */
+export interface PlanStage {
+  duration: string;
+  target: number | string;
+}
+
+/** The load model; which fields apply depends on the executor (see planForm.EXECUTOR_FIELDS). */
 export interface PlanLoad {
   executor?: string;
   vus?: number | string;
   duration?: string;
   iterations?: number | string;
   max_duration?: string;
+  stages?: PlanStage[];
+  start_vus?: number | string;
+  rate?: number | string;
+  start_rate?: number | string;
+  time_unit?: string;
+  pre_allocated_vus?: number | string;
+  max_vus?: number | string;
+  levels?: (number | string)[];
+  step_duration?: string;
   graceful_stop?: string;
   [extra: string]: unknown;
 }
 
 export interface PlanHTTP {
   timeout?: string;
+  connect_timeout?: string;
   keep_alive?: boolean;
   follow_redirects?: boolean;
   max_redirects?: number;
   insecure_skip_verify?: boolean;
+  hosts?: Record<string, string>;
   [extra: string]: unknown;
 }
 
@@ -68,11 +86,24 @@ export interface Latency {
   max: number;
 }
 
+export interface ClientSample {
+  /** Of one core: 200 means two cores busy. */
+  cpu_percent?: number;
+  rss_bytes?: number;
+  goroutines?: number;
+  open_conns?: number;
+  gc_pause_ms?: number;
+  /** p99 of how late iterations started against their schedule in this second (open models; 0 otherwise). */
+  schedule_lag_p99_ms?: number;
+}
+
 export interface Sample {
   t: number;
   elapsed_s: number;
+  interval_s?: number;
   requests: number;
   rps: number;
+  successes?: number;
   errors: number;
   latency_ms?: Partial<Latency> | null;
   active_vus: number;
@@ -82,14 +113,30 @@ export interface Sample {
   bytes_out?: number;
   status_codes?: Record<string, number>;
   error_kinds?: Record<string, number>;
-  client?: { cpu_percent?: number; rss_bytes?: number; goroutines?: number; open_conns?: number };
+  client?: ClientSample;
   generator_bound?: boolean;
 }
 
 export interface ThresholdResult {
   expr: string;
-  value: number;
+  /** Observed value: ms for latencies, a fraction for error_rate, req/s for rps; null = no data. */
+  value: number | null;
   ok: boolean;
+}
+
+/** One level of a concurrency sweep (a row of the capacity table). */
+export interface SweepRow {
+  vus: number;
+  duration_s: number;
+  requests: number;
+  rps: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  error_rate: number;
+  cpu_percent: number;
+  rss_bytes: number;
+  knee: boolean;
 }
 
 export interface Summary {
@@ -101,9 +148,12 @@ export interface Summary {
   duration_s: number;
   rps: number;
   send_rate?: number;
+  error_rate?: number;
   latency_ms?: Partial<Latency>;
   latency_ms_success?: Partial<Latency>;
   service_time_ms?: Partial<Latency>;
+  /** How late iterations started against their schedule (arrival-rate executors). */
+  schedule_lag_ms?: Partial<Latency>;
   status_codes?: Record<string, number>;
   error_kinds?: Record<string, number>;
   bytes_in?: number;
@@ -112,6 +162,9 @@ export interface Summary {
   client?: { cpu_percent_avg?: number; cpu_percent_max?: number; rss_bytes_max?: number };
   thresholds?: ThresholdResult[];
   by_name?: Record<string, { requests: number; errors: number; latency_ms?: Partial<Latency> }>;
+  /** Capacity table of a concurrency-sweep run. */
+  sweep?: SweepRow[];
+  executor?: string;
   generator_bound_seconds?: number;
   seconds?: number;
 }
@@ -132,6 +185,8 @@ export interface Run {
   /** Fraction of requests that failed (0.01 = 1 %). */
   error_rate?: number;
   error?: string;
+  /** Whether every threshold passed; null when the plan had none (or the run has not ended); may be absent. */
+  thresholds_ok?: boolean | null;
   summary?: Summary | null;
   plan?: PlanSpec;
 }

@@ -48,4 +48,23 @@ describe('HistoryPage', () => {
     const { container } = render(HistoryPage, { query: new URLSearchParams() });
     await waitFor(() => expect(container.querySelector('[role=alert]')?.textContent).toContain('Could not load the runs'));
   });
+
+  it('has a Thresholds column: ✓ pass, ✗ fail, — for none or absent', async () => {
+    const items = runs(4, 4).map((r, i) => ({ ...r, status: 'finished', rps: 49.00980196 }));
+    (items[0] as Record<string, unknown>).thresholds_ok = true;
+    (items[1] as Record<string, unknown>).thresholds_ok = false;
+    (items[2] as Record<string, unknown>).thresholds_ok = null; // items[3]: absent
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async (url: string) => new Response(JSON.stringify(url.startsWith('/api/plans') ? { items: [], total: 0 } : { items, total: 4 }), { status: 200 })),
+    );
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(4));
+    const th = [...container.querySelectorAll('thead th')].map((e) => e.textContent);
+    expect(th).toContain('Thresholds');
+    const marks = [...container.querySelectorAll('[data-testid=run-row]')].map((r) => r.querySelector('[data-thresholds]')?.textContent?.trim());
+    expect(marks).toEqual(['✓ pass', '✗ fail', '—', '—']);
+    expect(container.querySelector('[data-testid=run-row]')!.textContent).toContain('49');
+    expect(container.querySelector('[data-testid=run-row]')!.textContent).not.toContain('49.0098');
+  });
 });

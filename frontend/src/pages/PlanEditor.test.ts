@@ -133,4 +133,108 @@ describe('PlanEditor', () => {
     render(PlanEditor, { id: '99' });
     await waitFor(() => expect(screen.getByRole('alert').textContent).toContain('plan 99 not found'));
   });
+
+  it('shows the fields of each executor, sends only those, and maps stage errors to their cells', async () => {
+    const f = mockFetch(() => ({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid_plan',
+          message: 'the plan has 2 problems',
+          fields: {
+            'load.stages[1].duration': 'must be positive',
+            'load.stages[0].target': 'must be a whole number',
+          },
+        },
+      },
+    }));
+    const { container } = render(PlanEditor);
+    const q = (sel: string) => container.querySelector(sel);
+    await fireEvent.input(q('#plan-name')!, { target: { value: 'ramp' } });
+    await fireEvent.change(q('#load-executor')!, { target: { value: 'ramping-vus' } });
+    expect(q('#load-vus')).toBeNull();
+    expect(q('#load-duration')).toBeNull();
+    expect(q('#load-start-vus')).not.toBeNull();
+    expect(q('#load-graceful-stop')).not.toBeNull();
+    expect(q('[data-testid=executor-help]')!.textContent).toContain('closed model');
+    expect(container.querySelectorAll('[data-testid=stage-row]')).toHaveLength(3);
+    await fireEvent.click(q('[data-testid=add-stage]')!);
+    expect(container.querySelectorAll('[data-testid=stage-row]')).toHaveLength(4);
+    await fireEvent.click(container.querySelector('[aria-label="remove stage 4"]')!);
+    await fireEvent.input(q('#load-stages-0-target')!, { target: { value: 'lots' } });
+    await fireEvent.input(q('#load-stages-1-duration')!, { target: { value: '' } });
+    await fireEvent.click(q('[data-testid=save-plan]')!);
+
+    await waitFor(() => expect(q('[data-field-error="load.stages[1].duration"]')).not.toBeNull());
+    expect(q('#load-stages-1-duration')!.getAttribute('aria-invalid')).toBe('true');
+    expect(q('#load-stages-0-target')!.getAttribute('aria-invalid')).toBe('true');
+    expect(q('#load-stages-0-duration')!.getAttribute('aria-invalid')).toBe('false');
+    // inline, in the stage's own cell
+    expect(q('#load-stages-0-target')!.closest('td')!.querySelector('[data-field-error="load.stages[0].target"]')).not.toBeNull();
+    expect(q('[data-testid=form-error-unmatched]')).toBeNull();
+
+    const sent = JSON.parse((f.mock.calls[0][1] as RequestInit).body as string);
+    expect(sent.load).toEqual({
+      executor: 'ramping-vus',
+      stages: [
+        { duration: '30s', target: 'lots' },
+        { duration: '', target: 20 },
+        { duration: '30s', target: 0 },
+      ],
+    });
+  });
+
+  it('edits arrival-rate and sweep plans with their own inputs', async () => {
+    const f = mockFetch((_url, init) => ({ status: 201, body: { id: 3, name: 'x', plan: JSON.parse(init.body as string) } }));
+    const { container } = render(PlanEditor);
+    const q = (sel: string) => container.querySelector(sel);
+    await fireEvent.input(q('#plan-name')!, { target: { value: 'open' } });
+    await fireEvent.change(q('#load-executor')!, { target: { value: 'constant-arrival-rate' } });
+    expect(q('[data-testid=executor-help]')!.textContent).toContain('open model');
+    expect(q('[data-testid=executor-help]')!.textContent).toContain('dropped iterations');
+    for (const id of ['#load-rate', '#load-time-unit', '#load-duration', '#load-pre-allocated-vus', '#load-max-vus']) expect(q(id), id).not.toBeNull();
+    expect(q('#load-vus')).toBeNull();
+    await fireEvent.input(q('#load-rate')!, { target: { value: '200' } });
+    await fireEvent.input(q('#load-duration')!, { target: { value: '8s' } });
+    await fireEvent.input(q('#load-pre-allocated-vus')!, { target: { value: '5' } });
+    await fireEvent.input(q('#load-max-vus')!, { target: { value: '50' } });
+    await fireEvent.click(q('#http-follow-redirects')!);
+    await fireEvent.input(q('#http-max-redirects')!, { target: { value: '3' } });
+    await fireEvent.click(q('[data-testid=save-plan]')!);
+    await waitFor(() => expect(f).toHaveBeenCalled());
+    let sent = JSON.parse((f.mock.calls[0][1] as RequestInit).body as string);
+    expect(sent.load).toEqual({ executor: 'constant-arrival-rate', rate: 200, duration: '8s', pre_allocated_vus: 5, max_vus: 50 });
+    expect(sent.http).toEqual({ timeout: '10s', keep_alive: true, follow_redirects: true, max_redirects: 3 });
+
+    f.mockClear();
+    await fireEvent.change(q('#load-executor')!, { target: { value: 'concurrency-sweep' } });
+    await fireEvent.input(q('#load-levels')!, { target: { value: '1, 5, 20' } });
+    await fireEvent.input(q('#load-step-duration')!, { target: { value: '3s' } });
+    await fireEvent.click(q('[data-testid=save-plan]')!);
+    await waitFor(() => expect(f).toHaveBeenCalled());
+    sent = JSON.parse((f.mock.calls[0][1] as RequestInit).body as string);
+    expect(sent.load).toEqual({ executor: 'concurrency-sweep', levels: [1, 5, 20], step_duration: '3s' });
+  });
+
+  it('names the level and the threshold line an error is about, with a space after the colon', async () => {
+    mockFetch(() => ({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid_plan',
+          message: 'the plan has 2 problems',
+          fields: { 'load.levels[1]': 'must be 1–100000 VUs', 'thresholds[0]': '"p95 < 200" is not a threshold' },
+        },
+      },
+    }));
+    const { container } = render(PlanEditor);
+    await fireEvent.change(container.querySelector('#load-executor')!, { target: { value: 'concurrency-sweep' } });
+    await fireEvent.input(container.querySelector('#load-levels')!, { target: { value: '10, 0' } });
+    await fireEvent.input(container.querySelector('#thresholds')!, { target: { value: 'p95 < 200' } });
+    await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
+    await waitFor(() => expect(container.querySelector('[data-field-error="load.levels[1]"]')).not.toBeNull());
+    expect(container.querySelector('[data-field-error="load.levels[1]"]')!.textContent).toBe('level 2 (0): must be 1–100000 VUs');
+    expect(container.querySelector('#load-levels')!.getAttribute('aria-invalid')).toBe('true');
+    expect(container.querySelector('[data-field-error="thresholds[0]"]')!.textContent).toBe('Threshold 1: "p95 < 200" is not a threshold');
+  });
 });

@@ -1,0 +1,20 @@
+// The capacity table of a concurrency sweep (summary.sweep): one row per VU level; the server marks
+// the knee — the lowest level that reaches 95 % of the sweep's best throughput — unless the best
+// throughput came at the last level (the sweep never saturated anything).
+import type { SweepRow } from './types';
+
+/** kneeIndex is the index of the knee row, or -1 when there is none. */
+export function kneeIndex(rows: readonly SweepRow[]): number {
+  return rows.findIndex((r) => r.knee === true);
+}
+
+/** kneeSentence says in one sentence what the sweep found. */
+export function kneeSentence(rows: readonly SweepRow[]): string {
+  if (rows.length === 0) return 'The sweep ended before its first level finished.';
+  const k = kneeIndex(rows);
+  if (k >= 0) {
+    const n = rows[k].vus;
+    return `The knee is at ${n.toLocaleString('en-US')} ${n === 1 ? 'VU' : 'VUs'}: more concurrency adds latency, not throughput.`;
+  }
+  return 'No knee: throughput still grew at the last level.';
+}

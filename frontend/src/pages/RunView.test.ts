@@ -1,0 +1,138 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { fireEvent, render, waitFor } from '@testing-library/svelte';
+import RunView from './RunView.svelte';
+import type { Run } from '../lib/types';
+
+class FakeSocket {
+  static all: FakeSocket[] = [];
+  onopen: (() => void) | null = null;
+  onmessage: ((ev: { data: string }) => void) | null = null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null = null;
+  onerror: (() => void) | null = null;
+  constructor(public url: string) {
+    FakeSocket.all.push(this);
+  }
+  send(msg: unknown) {
+    this.onmessage?.({ data: JSON.stringify(msg) });
+  }
+  close() {}
+}
+
+const running: Run = {
+  id: 7,
+  plan_id: 1,
+  plan_name: 'p',
+  status: 'running',
+  started_at: new Date(Date.now() - 3000).toISOString(),
+  ended_at: null,
+  summary: null,
+  plan: { name: 'p', requests: [{ method: 'GET', url: 'http://127.0.0.1:1/' }], load: { executor: 'constant-arrival-rate', rate: 10, duration: '8s', pre_allocated_vus: 2 } },
+};
+
+const summary = {
+  requests: 30,
+  successes: 30,
+  errors: 0,
+  interrupted: 0,
+  dropped_iterations: 2,
+  duration_s: 3,
+  rps: 10,
+  send_rate: 10,
+  latency_ms: { min: 1, mean: 1, p50: 1, p75: 1, p90: 1, p95: 1, p99: 1, p99_9: 1, max: 1 },
+  status_codes: { '200': 30 },
+  error_kinds: {},
+  executor: 'constant-arrival-rate',
+  thresholds: [{ expr: 'p(95)<200ms', value: 1, ok: true }],
+  seconds: 3,
+  generator_bound_seconds: 0,
+};
+
+const sample = (n: number, over: Record<string, unknown> = {}) => ({
+  t: n,
+  elapsed_s: n,
+  requests: 10,
+  rps: 10,
+  errors: 0,
+  dropped_iterations: 1,
+  latency_ms: { p50: 1, p95: 1, p99: 1, max: 1 },
+  status_codes: { '200': 10 },
+  active_vus: 2,
+  client: { cpu_percent: 127, rss_bytes: 1 << 25, schedule_lag_p99_ms: 0.8 },
+  generator_bound: n === 2,
+  ...over,
+});
+
+let stopAnswer: (r: Run) => void;
+
+beforeEach(() => {
+  FakeSocket.all = [];
+  vi.stubGlobal('WebSocket', FakeSocket);
+  vi.stubGlobal(
+    'fetch',
+    vi.fn(async (url: string, init: RequestInit = {}) => {
+      if (url === '/api/runs/7/stop' && init.method === 'POST') {
+        const r = await new Promise<Run>((resolve) => (stopAnswer = resolve));
+        return new Response(JSON.stringify(r), { status: 202 });
+      }
+      if (url === '/api/runs/7') return new Response(JSON.stringify(running), { status: 200 });
+      return new Response(JSON.stringify({ items: [] }), { status: 200 });
+    }),
+  );
+});
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
+
+describe('RunView', () => {
+  it('keeps the summary’s final status when the stop answer (still "running") arrives after it', async () => {
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    ws.send({ type: 'sample', data: sample(1) });
+    ws.send({ type: 'sample', data: sample(2) });
+    await waitFor(() => expect(q('[data-testid=chart-tps]')!.getAttribute('data-points')).toBe('2'));
+    expect(q('[data-testid=run-status]')!.textContent).toBe('running');
+    expect(q('[data-testid=chart-tps]')!.getAttribute('data-banded')).toBe('1');
+    expect(q('[data-testid=stat-cpu]')!.textContent).toBe('1.27 cores');
+    expect(q('[data-testid=stat-schedule-lag]')!.textContent).toContain('0.8 ms');
+    expect(q('[data-testid=chart-errors]')!.textContent).toContain('dropped iterations');
+    expect(q('[data-testid=run-started]')!.textContent).toMatch(/\d\d:\d\d:\d\d \S+$/);
+
+    await fireEvent.click(q('[data-testid=stop-run]')!);
+    ws.send({ type: 'summary', data: summary, run: { ...running, status: 'stopped', ended_at: new Date().toISOString(), thresholds_ok: true } });
+    await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
+    expect(q('[data-testid=run-status]')!.textContent).toBe('stopped');
+
+    stopAnswer({ ...running, status: 'running' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(q('[data-testid=run-status]')!.textContent).toBe('stopped');
+    expect(q('[data-testid=run-thresholds]')!.textContent).toContain('thresholds passed');
+    expect(q('[data-testid=stop-run]')).toBeNull();
+  });
+
+  it('says the connection is lost and freezes the elapsed counter while it is', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'Date'] });
+    try {
+      const { container } = render(RunView, { id: '7' });
+      const q = (sel: string) => container.querySelector(sel);
+      await vi.waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+      FakeSocket.all[0].onopen?.();
+      await vi.advanceTimersByTimeAsync(2000);
+      // the server goes away: the socket closes and GET /api/runs/7 fails
+      vi.stubGlobal('fetch', vi.fn(async () => Promise.reject(new TypeError('Failed to fetch'))));
+      FakeSocket.all[0].onclose?.({ code: 1006, reason: '' });
+      await vi.advanceTimersByTimeAsync(10);
+      await vi.waitFor(() => expect(q('[data-testid=live-lost]')).not.toBeNull());
+      expect(q('[data-testid=live-lost]')!.textContent).toBe('connection to the server lost — retrying');
+      expect(container.textContent).not.toContain('1006');
+      const frozen = q('[data-testid=run-elapsed]')!.textContent;
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(q('[data-testid=run-elapsed]')!.textContent).toBe(frozen);
+      expect(q('[data-testid=connection-lost]')).not.toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
