@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+type recSink struct {
+	mu       sync.Mutex
+	seconds  []int
+	status   string
+	sum      *metrics.Summary
+	delay    time.Duration
+	finished chan struct{}
+	once     sync.Once
+}
+
+func newRecSink(delay time.Duration) *recSink { return &recSink{delay: delay, finished: make(chan struct{})} }
+
+func (s *recSink) Sample(_ int64, smp metrics.Sample) {
+	time.Sleep(s.delay)
+	s.mu.Lock()
+	s.seconds = append(s.seconds, smp.ElapsedS)
+	s.mu.Unlock()
+}
+
+func (s *recSink) Finish(_ int64, status string, _, _ time.Time, sum *metrics.Summary, _ error) {
+	s.mu.Lock()
+	s.status, s.sum = status, sum
+	s.mu.Unlock()
+	s.once.Do(func() { close(s.finished) })
+}
+
+func testPlan(t *testing.T, url, dur string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Parse([]byte(fmt.Sprintf(`{"name":"r","requests":[{"url":%q}],"load":{"vus":2,"duration":%q}}`, url, dur)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A slow sink gets every second and the summary, and never slows the run down.
+func TestSinksGetEverySecondInOrderAndASlowSinkDoesNotBlock(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	fast, slow := newRecSink(0), newRecSink(1500*time.Millisecond)
+	rn := New(quiet(), fast, slow)
+	start := time.Now()
+	id, err := rn.Start(testPlan(t, tg.URL, "3s"), func(time.Time) (int64, error) { return 7, nil })
+	if err != nil || id != 7 {
+		t.Fatal(id, err)
+	}
+	<-fast.finished
+	if took := time.Since(start); took > 4500*time.Millisecond {
+		t.Errorf("the fast sink's summary came after %v: the slow sink held the run up", took)
+	}
+	<-rn.Done(7)
+	<-slow.finished
+	for _, s := range []*recSink{fast, slow} {
+		if len(s.seconds) != 3 || s.seconds[0] != 1 || s.seconds[2] != 3 || s.status != StatusFinished || s.sum.Requests == 0 {
+			t.Errorf("sink saw seconds %v status %q", s.seconds, s.status)
+		}
+	}
+	if _, ok := rn.Active(); ok {
+		t.Error("run still active after Done")
+	}
+}
+
+func TestOneRunAtATimeAndStop(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	sink := newRecSink(0)
+	rn := New(quiet(), sink)
+	if _, err := rn.Start(testPlan(t, tg.URL, "1m"), func(time.Time) (int64, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rn.Start(testPlan(t, tg.URL, "1s"), func(time.Time) (int64, error) { return 2, nil })
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.RunID != 1 {
+		t.Fatalf("second start: %v", err)
+	}
+	if err := rn.Stop(2); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("stopping another id: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := rn.Stop(1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sink.finished:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not end the run")
+	}
+	if sink.status != StatusStopped {
+		t.Errorf("status %q", sink.status)
+	}
+	<-rn.Done(1)
+	// Free again.
+	if _, err := rn.Start(testPlan(t, tg.URL, "1s"), func(time.Time) (int64, error) { return 3, nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-rn.Done(3)
+}
+
+func TestCreateFailureStartsNothing(t *testing.T) {
+	rn := New(quiet(), newRecSink(0))
+	_, err := rn.Start(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 0, errors.New("disk full") })
+	if err == nil {
+		t.Fatal("want the create error")
+	}
+	if _, ok := rn.Active(); ok {
+		t.Error("a run is active although it could not be recorded")
+	}
+}
