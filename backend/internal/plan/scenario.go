@@ -131,9 +131,7 @@ func validateCheck(f string, c Check, v *ValidationError) {
 		if c.Path == "" {
 			v.add(f+".path", "a JSON path (e.g. data.items.0.id) is required")
 		}
-		if needsValue && c.Value == nil {
-			v.add(f+".value", "is required")
-		}
+		// A missing value means JSON null: {"op":"eq"} checks that the path holds null.
 	case "latency":
 		s, _ := c.Value.(string)
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {

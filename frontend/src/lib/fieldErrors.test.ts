@@ -40,7 +40,7 @@ describe('mapFieldErrors', () => {
       {
         'load.vuz': 'unknown field',
         '': 'not valid JSON',
-        'requests[0].checks[0].op': 'bad op',
+        'http.hosts': 'bad mapping',
         'requests[5].url': 'is required',
         'load.iterations': 'applies only to per-vu-iterations',
       },
@@ -48,9 +48,9 @@ describe('mapFieldErrors', () => {
     );
     expect(m.unmatched.map((p) => p.path)).toEqual([
       '',
+      'http.hosts',
       'load.iterations',
       'load.vuz',
-      'requests[0].checks[0].op',
       'requests[5].url',
     ]);
     expect(Object.keys(m.bySlot)).toEqual([]);

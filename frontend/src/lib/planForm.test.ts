@@ -2,7 +2,25 @@ import { describe, expect, it } from 'vitest';
 import {
   EXECUTORS,
   EXECUTOR_FIELDS,
+  availableVars,
+  checkToRow,
+  checkValueIssue,
+  csvPreview,
+  emptyCheck,
+  emptyExtract,
   emptyForm,
+  emptyRequest,
+  parseCsv,
+  reconcileThresholdOpts,
+  requestNames,
+  retypeCheck,
+  rowToCheck,
+  rowToExtract,
+  thresholdEntries,
+  typedNumber,
+  weightShares,
+  type CheckRow,
+  type JsonValueType,
   fmtSpan,
   formSlots,
   formToPlan,
@@ -14,6 +32,7 @@ import {
   thresholdLines,
   typedInt,
 } from './planForm';
+import { mapFieldErrors } from './fieldErrors';
 import type { PlanSpec } from './types';
 
 const stored: PlanSpec = {
@@ -320,5 +339,272 @@ describe('loadSummary / parseGoDuration', () => {
       '200 it/s · 8s · 5–50 VUs',
     );
     expect(loadSummary({ executor: 'ramping-vus', stages: [{ duration: '10s', target: 5 }, { duration: '50s', target: 0 }] })).toBe('0→5→0 VUs · 1m');
+  });
+});
+
+// A scenario plan exactly as GET /api/plans/:id returned it from `volley serve` (defaults filled, the
+// server's key order): flow, think times, data, every check type, every extract source, object thresholds.
+const scenarioJSON = JSON.stringify({"name": "login flow", "requests": [{"name": "login", "method": "POST", "url": "http://127.0.0.1:18801/login?u={{user}}", "headers": {"Content-Type": "application/json"}, "body": "{\"user\":\"{{user}}\",\"pass\":\"{{pass}}\"}", "weight": 2, "think_time": "500ms-2s", "checks": [{"type": "status", "op": "eq", "value": 200}, {"type": "header", "op": "contains", "value": "json", "name": "Content-Type"}, {"type": "header", "op": "exists", "name": "X-Id"}, {"type": "body", "op": "not_contains", "value": "error"}, {"type": "json", "op": "eq", "value": true, "path": "data.ok"}, {"type": "json", "op": "gt", "value": 2.5, "path": "data.n"}, {"type": "json", "op": "ne", "value": "x", "path": "data.s"}, {"type": "json", "op": "exists", "path": "data.id"}, {"type": "latency", "op": "le", "value": "200ms"}], "extract": [{"var": "token", "from": "json", "path": "data.token"}, {"var": "sid", "from": "header", "name": "X-Session"}, {"var": "id", "from": "regex", "pattern": "id=(\\d+)"}]}, {"name": "items", "method": "GET", "url": "http://127.0.0.1:18801/items/{{id}}?vu={{vu}}", "headers": {"Authorization": "Bearer {{token}}"}, "body": "", "weight": 1}], "flow": "sequence", "think_time": "1s", "data": {"csv": "user,pass\nann,a1\nbob,b2\n", "mode": "per-vu"}, "load": {"executor": "constant-vus", "vus": 10, "duration": "30s", "graceful_stop": "5s"}, "http": {"timeout": "10s", "keep_alive": true, "follow_redirects": false, "max_redirects": 10, "insecure_skip_verify": false}, "thresholds": ["p(95)<200ms", {"expr": "p(95)<300ms", "request": "login", "abort_on_fail": true}, {"expr": "error_rate<1%", "request": "items"}, {"expr": "rps>10", "abort_on_fail": true}]});
+
+describe('scenarios ⇄ plan JSON', () => {
+  it('round-trips a stored scenario plan to the identical JSON (key order included)', () => {
+    const spec = JSON.parse(scenarioJSON) as PlanSpec;
+    const form = planToForm(spec);
+    expect(form.flow).toBe('sequence');
+    expect(form.thinkTime).toBe('1s');
+    expect(form.dataCsv).toBe('user,pass\nann,a1\nbob,b2\n');
+    expect(form.dataMode).toBe('per-vu');
+    expect(form.requests[0].weight).toBe('2');
+    expect(form.requests[0].thinkTime).toBe('500ms-2s');
+    expect(form.requests[0].checks).toHaveLength(9);
+    expect(form.requests[0].extract.map((x) => [x.var, x.from, x.arg])).toEqual([
+      ['token', 'json', 'data.token'],
+      ['sid', 'header', 'X-Session'],
+      ['id', 'regex', 'id=(\\d+)'],
+    ]);
+    expect(form.requests[0].extra).toEqual({});
+    expect(form.thresholds).toBe('p(95)<200ms\np(95)<300ms\nerror_rate<1%\nrps>10');
+    expect(form.thresholdOpts.map((o) => [o.request, o.abortOnFail])).toEqual([
+      ['', false],
+      ['login', true],
+      ['items', false],
+      ['', true],
+    ]);
+    expect(JSON.stringify(formToPlan(form))).toBe(scenarioJSON);
+    // and again from the form's own output
+    expect(JSON.stringify(formToPlan(planToForm(formToPlan(form))))).toBe(scenarioJSON);
+  });
+
+  it('a new form sends no scenario fields; set ones are sent in the server’s places', () => {
+    const form = emptyForm();
+    let plan = formToPlan(form);
+    for (const k of ['flow', 'think_time', 'data']) expect(plan).not.toHaveProperty(k);
+    expect(plan.requests[0]).toEqual({ method: 'GET', url: 'http://127.0.0.1:8090/', body: '' });
+
+    form.flow = 'sequence';
+    form.thinkTime = ' 500ms-2s ';
+    form.dataCsv = 'user,pass\nann,a1\n';
+    form.requests[0].weight = '3';
+    form.requests[0].thinkTime = '1s';
+    plan = formToPlan(form);
+    expect(Object.keys(plan)).toEqual(['name', 'requests', 'flow', 'think_time', 'data', 'load', 'http', 'thresholds']);
+    expect(plan.think_time).toBe('500ms-2s');
+    expect(plan.data).toEqual({ csv: 'user,pass\nann,a1\n' }); // the default mode is left out
+    form.dataMode = 'per-vu';
+    expect(formToPlan(form).data).toEqual({ csv: 'user,pass\nann,a1\n', mode: 'per-vu' });
+    expect(plan.requests[0]).toEqual({ method: 'GET', url: 'http://127.0.0.1:8090/', body: '', weight: 3, think_time: '1s' });
+
+    form.dataCsv = '  \n';
+    expect(formToPlan(form)).not.toHaveProperty('data');
+    form.flow = 'weighted';
+    expect(formToPlan(form)).not.toHaveProperty('flow');
+  });
+
+  it('keeps data.file and unknown keys of checks, extract rules and thresholds', () => {
+    const spec = {
+      name: 'p',
+      requests: [
+        {
+          url: 'http://127.0.0.1:1/',
+          checks: [{ type: 'status', op: 'eq', value: 200, note: 'x' }],
+          extract: [{ var: 'a', from: 'json', path: 'a', name: 'stale' }],
+        },
+      ],
+      data: { file: 'users.csv' },
+      load: { vus: 1, duration: '1s' },
+      thresholds: [{ expr: 'rps>1', request: '', tag: 'x' }],
+    } as unknown as PlanSpec;
+    const out = formToPlan(planToForm(spec));
+    expect(out.data).toEqual({ file: 'users.csv' });
+    expect(out.requests[0].checks).toEqual([{ type: 'status', op: 'eq', value: 200, note: 'x' }]);
+    expect(out.requests[0].extract).toEqual([{ var: 'a', from: 'json', path: 'a', name: 'stale' }]);
+    expect(out.thresholds).toEqual([{ expr: 'rps>1', tag: 'x' }]);
+  });
+});
+
+describe('checks', () => {
+  const check = (over: Partial<CheckRow>) => rowToCheck({ ...emptyCheck(over.type), ...over });
+
+  it('status: the value is a number (text that is not one is sent for the server to name)', () => {
+    expect(check({ type: 'status', op: 'eq', value: '404' })).toEqual({ type: 'status', op: 'eq', value: 404 });
+    expect(check({ type: 'status', op: 'lt', value: ' 400 ' })).toEqual({ type: 'status', op: 'lt', value: 400 });
+    expect(check({ type: 'status', op: 'eq', value: 'abc' })).toEqual({ type: 'status', op: 'eq', value: 'abc' });
+    expect(check({ type: 'status', op: 'eq', value: '' })).toEqual({ type: 'status', op: 'eq' });
+  });
+
+  it('header: name and a string value; exists needs no value', () => {
+    expect(JSON.stringify(check({ type: 'header', name: ' Content-Type ', op: 'contains', value: 'json' }))).toBe(
+      '{"type":"header","op":"contains","value":"json","name":"Content-Type"}',
+    );
+    expect(check({ type: 'header', name: 'X-Id', op: 'exists', value: '' })).toEqual({ type: 'header', op: 'exists', name: 'X-Id' });
+    expect(check({ type: 'header', name: 'X-Id', op: 'eq', value: '' })).toEqual({ type: 'header', op: 'eq', value: '', name: 'X-Id' });
+  });
+
+  it('body: contains / not_contains a string, sent as typed', () => {
+    expect(check({ type: 'body', op: 'not_contains', value: ' error ' })).toEqual({ type: 'body', op: 'not_contains', value: ' error ' });
+  });
+
+  it('json: the value type picks the JSON type', () => {
+    const j = (valueType: JsonValueType, value: string, op = 'eq') => check({ type: 'json', path: 'data.x', op, value, valueType });
+    expect(JSON.stringify(j('text', '42'))).toBe('{"type":"json","op":"eq","value":"42","path":"data.x"}');
+    expect(j('number', '42').value).toBe(42);
+    expect(j('number', '-2.5').value).toBe(-2.5);
+    expect(j('number', 'abc').value).toBe('abc');
+    expect(j('true', '').value).toBe(true);
+    expect(j('false', 'ignored').value).toBe(false);
+    expect(j('null', '')).toHaveProperty('value', null);
+    expect(j('text', '', 'exists')).toEqual({ type: 'json', op: 'exists', path: 'data.x' });
+    expect(j('json', '[1,2]').value).toEqual([1, 2]);
+    expect(checkValueIssue({ ...emptyCheck('json'), valueType: 'number', value: 'abc' })).toContain('not a number');
+    expect(checkValueIssue({ ...emptyCheck('json'), valueType: 'number', value: '3' })).toBe('');
+  });
+
+  it('json: stored values come back with their type', () => {
+    expect(checkToRow({ type: 'json', op: 'eq', value: 3, path: 'a' })).toMatchObject({ valueType: 'number', value: '3', path: 'a' });
+    expect(checkToRow({ type: 'json', op: 'eq', value: false, path: 'a' })).toMatchObject({ valueType: 'false', value: '' });
+    expect(checkToRow({ type: 'json', op: 'eq', value: '3', path: 'a' })).toMatchObject({ valueType: 'text', value: '3' });
+    expect(checkToRow({ type: 'json', op: 'eq', value: { a: 1 }, path: 'a' })).toMatchObject({ valueType: 'json', value: '{"a":1}' });
+    for (const v of [3, false, '3', { a: 1 }, [1]]) {
+      const c = { type: 'json', op: 'eq', value: v, path: 'a' };
+      expect(rowToCheck(checkToRow(c))).toEqual(c);
+    }
+  });
+
+  it('latency: a duration string', () => {
+    expect(check({ type: 'latency', op: 'lt', value: ' 200ms ' })).toEqual({ type: 'latency', op: 'lt', value: '200ms' });
+  });
+
+  it('changing the type keeps an op the new type has and starts the value over', () => {
+    const row = emptyCheck('status');
+    expect(row).toMatchObject({ op: 'eq', value: '200' });
+    retypeCheck(row, 'latency');
+    expect(row).toMatchObject({ type: 'latency', op: 'lt', value: '200ms' });
+    retypeCheck(row, 'json');
+    expect(row).toMatchObject({ type: 'json', op: 'lt', value: '' });
+    retypeCheck(row, 'body');
+    expect(row.op).toBe('contains');
+  });
+
+  it('extract: var, from and the key of its source', () => {
+    expect(JSON.stringify(rowToExtract({ ...emptyExtract(), var: ' token ', arg: ' data.token ' }))).toBe(
+      '{"var":"token","from":"json","path":"data.token"}',
+    );
+    expect(rowToExtract({ var: 'sid', from: 'header', arg: 'X-Session', extra: {} })).toEqual({ var: 'sid', from: 'header', name: 'X-Session' });
+    expect(rowToExtract({ var: 'id', from: 'regex', arg: ' id=(\\d+)', extra: {} })).toEqual({ var: 'id', from: 'regex', pattern: ' id=(\\d+)' });
+  });
+});
+
+describe('thresholds with options', () => {
+  it('plain lines are strings; a request or abort makes an object', () => {
+    const opts = [
+      { request: '', abortOnFail: false, extra: {} },
+      { request: 'login', abortOnFail: false, extra: {} },
+      { request: '', abortOnFail: true, extra: {} },
+    ];
+    expect(thresholdEntries({ thresholds: 'p(95)<200ms\n\n p(99)<1s \nrps>5\nerror_rate<1%', thresholdOpts: opts })).toEqual([
+      'p(95)<200ms',
+      { expr: 'p(99)<1s', request: 'login' },
+      { expr: 'rps>5', abort_on_fail: true },
+      'error_rate<1%',
+    ]);
+  });
+
+  it('options follow their line when lines are inserted, removed or edited', () => {
+    const o = (request: string) => ({ request, abortOnFail: false, extra: {} });
+    const old = [o('a'), o('b'), o('c')];
+    const text = 'p(95)<1s\np(95)<1s\nrps>5';
+    // a line inserted on top: the others keep theirs
+    expect(reconcileThresholdOpts(text, old, 'avg<5ms\n' + text).map((x) => x.request)).toEqual(['', 'a', 'b', 'c']);
+    // the first line removed
+    expect(reconcileThresholdOpts(text, old, 'p(95)<1s\nrps>5').map((x) => x.request)).toEqual(['a', 'c']);
+    // a line edited in place keeps its options, as do the others
+    expect(reconcileThresholdOpts(text, old, 'p(95)<1s\np(95)<2s\nrps>5').map((x) => x.request)).toEqual(['a', 'b', 'c']);
+    expect(reconcileThresholdOpts(text, old, 'p(95)<1s\np(95)<1s\nrps>50').map((x) => x.request)).toEqual(['a', 'b', 'c']);
+    // a line added at the end is plain; the middle one removed
+    expect(reconcileThresholdOpts(text, old, text + '\navg<1ms').map((x) => x.request)).toEqual(['a', 'b', 'c', '']);
+    expect(reconcileThresholdOpts('x\ny\nz', old, 'x\nz').map((x) => x.request)).toEqual(['a', 'c']);
+    // everything replaced: pairs up in order, extra lines plain
+    expect(reconcileThresholdOpts(text, old, 'q\nr\ns\nt').map((x) => x.request)).toEqual(['a', 'b', 'c', '']);
+    // blank lines do not count
+    expect(reconcileThresholdOpts(text, old, text + '\n\n').map((x) => x.request)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('targets are the request names the server uses', () => {
+    const form = emptyForm();
+    form.requests = [
+      { ...emptyRequest(), name: 'login', url: 'http://h/login' },
+      { ...emptyRequest(), method: 'POST', url: ' http://h/x ' },
+    ];
+    expect(requestNames(form)).toEqual(['login', 'POST http://h/x']);
+  });
+});
+
+describe('data CSV and variables', () => {
+  it('previews columns and rows the way the server reads the CSV', () => {
+    expect(csvPreview('user,pass\nann,a1\nbob,b2\n')).toEqual({ columns: ['user', 'pass'], rows: 2, problem: '' });
+    expect(csvPreview('user, pass\r\n\r\n"ann, jr",a1\r\n')).toEqual({ columns: ['user', 'pass'], rows: 1, problem: '' });
+    expect(parseCsv('a,b\n"x\ny","say ""hi"""\n').records).toEqual([
+      ['a', 'b'],
+      ['x\ny', 'say "hi"'],
+    ]);
+    expect(csvPreview('user\n').problem).toContain('at least one data row');
+    expect(csvPreview('a,b\n1\n').problem).toBe('row 1 has 1 fields, the header has 2');
+    expect(csvPreview('a b,c\n1,2\n').problem).toContain('"a b" is not a variable name');
+    expect(csvPreview('a,b\n"1,2\n').problem).toContain('not closed');
+  });
+
+  it('lists built-ins, data columns and extracted vars', () => {
+    const form = emptyForm();
+    form.dataCsv = 'user,pass\nann,a1\n';
+    form.requests[0].extract = [{ ...emptyExtract(), var: 'token' }, { ...emptyExtract(), var: '' }];
+    expect(availableVars(form)).toEqual({ builtins: ['vu', 'iteration', 'uuid', 'random_int 1 100'], columns: ['user', 'pass'], extracted: ['token'] });
+  });
+
+  it('weight shares: blank counts as 1; a bad weight has no share', () => {
+    const form = emptyForm();
+    form.requests = [{ ...emptyRequest(), weight: '3' }, { ...emptyRequest() }, { ...emptyRequest(), weight: 'x' }];
+    expect(weightShares(form)).toEqual([0.75, 0.25, null]);
+    expect(typedNumber('2.5')).toBe(2.5);
+  });
+});
+
+describe('field errors of scenario paths', () => {
+  it('lands each nested problem on its input, row or table', () => {
+    const form = planToForm(JSON.parse(scenarioJSON) as PlanSpec);
+    form.flow = 'weighted';
+    const own = [
+      'flow',
+      'think_time',
+      'data.csv',
+      'data.mode',
+      'requests[0].weight',
+      'requests[0].think_time',
+      'requests[0].checks[0].value',
+      'requests[0].checks[1].name',
+      'requests[0].checks[4].path',
+      'requests[0].checks',
+      'requests[0].extract[0].path',
+      'requests[0].extract[1].name',
+      'requests[0].extract[2].pattern',
+      'thresholds[1].request',
+    ];
+    const elsewhere: Record<string, string> = {
+      'requests[0].checks[2].value': 'requests[0].checks[2]', // header exists: no value input → its row
+      'requests[0].checks[3].foo': 'requests[0].checks[3]', // unknown key → its row
+      'requests[0].extract[2].path': 'requests[0].extract[2]', // not the regex's input → its row
+      'requests[1].checks[0].value': 'requests[1].checks', // request 2 has no check rows → its table
+      'thresholds[2]': 'thresholds',
+      'data.file': 'data',
+    };
+    const fields = Object.fromEntries([...own, ...Object.keys(elsewhere)].map((p) => [p, 'problem']));
+    const { bySlot, unmatched } = mapFieldErrors(fields, formSlots(form));
+    const slotOf = (path: string) => Object.entries(bySlot).find(([, ps]) => ps.some((p) => p.path === path))?.[0];
+    for (const p of own) expect(slotOf(p), p).toBe(p);
+    for (const [p, slot] of Object.entries(elsewhere)) expect(slotOf(p), p).toBe(slot);
+    expect(unmatched).toEqual([]);
+
+    // weight has no input in the sequence flow: its problem goes to the banner
+    form.flow = 'sequence';
+    expect(mapFieldErrors({ 'requests[0].weight': 'x' }, formSlots(form)).unmatched.map((p) => p.path)).toEqual(['requests[0].weight']);
   });
 });

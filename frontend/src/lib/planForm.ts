@@ -1,7 +1,9 @@
 // The plan editor's form model and its conversion to and from the plan JSON. Inputs hold strings;
 // the conversion types numbers, turns header rows into an object, drops empty optional values,
 // sends only the load fields of the chosen executor (the server rejects the others with "does not
-// apply to …"), and keeps every plan field the form does not show (checks, weight, hosts, …) untouched.
+// apply to …"), and keeps every plan field the form does not show (hosts, unknown keys, …) untouched.
+// Scenario fields (flow, think time, data, checks, extract, object thresholds) are written in the
+// server's key order, so a stored plan opened and saved unchanged gives back the same JSON.
 import type { PlanSpec, PlanStage } from './types';
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
@@ -110,19 +112,118 @@ export interface StageRow {
   target: string;
 }
 
+/** Flows (plan.flow): how an iteration uses the requests. */
+export const FLOWS = ['weighted', 'sequence'] as const;
+export const FLOW_HELP: Record<string, string> = {
+  weighted: 'Each iteration sends one request, picked at random by its weight.',
+  sequence: 'Each iteration sends every request in order; values extracted by one request are available to the next.',
+};
+export const DATA_MODES = ['per-iteration', 'per-vu'] as const;
+export const DATA_MODE_HELP: Record<string, string> = {
+  'per-iteration': 'each iteration takes the next row (all VUs share one cursor; rows wrap around)',
+  'per-vu': 'VU n keeps row n for the whole run (rows wrap around)',
+};
+
+/** Check types and the ops the server accepts for each (backend/internal/plan/scenario.go). */
+export const CHECK_TYPES = ['status', 'header', 'body', 'json', 'latency'] as const;
+export const CHECK_OPS: Record<string, readonly string[]> = {
+  status: ['eq', 'ne', 'lt', 'le', 'gt', 'ge'],
+  header: ['eq', 'ne', 'contains', 'exists'],
+  body: ['contains', 'not_contains'],
+  json: ['eq', 'ne', 'exists', 'contains', 'lt', 'gt'],
+  latency: ['lt', 'le'],
+};
+/** How an op reads in the op select. */
+export const OP_LABELS: Record<string, string> = {
+  eq: '=',
+  ne: '≠',
+  lt: '<',
+  le: '≤',
+  gt: '>',
+  ge: '≥',
+  contains: 'contains',
+  not_contains: 'not contains',
+  exists: 'exists',
+};
+const CHECK_DEFAULT_OP: Record<string, string> = { status: 'eq', header: 'contains', body: 'contains', json: 'eq', latency: 'lt' };
+const CHECK_DEFAULT_VALUE: Record<string, string> = { status: '200', latency: '200ms' };
+
+/** The JSON type a json check's value is sent as. "json" only appears for a loaded object/array value. */
+export const JSON_VALUE_TYPES = ['text', 'number', 'true', 'false', 'null'] as const;
+export type JsonValueType = (typeof JSON_VALUE_TYPES)[number] | 'json';
+
+export const EXTRACT_FROM = ['json', 'header', 'regex'] as const;
+/** The key that holds what to extract, per `from`. */
+export const EXTRACT_ARG: Record<string, 'path' | 'name' | 'pattern'> = { json: 'path', header: 'name', regex: 'pattern' };
+export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)' };
+
+/** Variables every plan has ({{random_int a b}} takes two whole numbers). */
+export const BUILTIN_VARS = ['vu', 'iteration', 'uuid', 'random_int 1 100'] as const;
+
+export interface CheckRow {
+  type: string;
+  op: string;
+  /** The value as typed (status: a number; json: read according to valueType). */
+  value: string;
+  /** json checks: the JSON type the value is sent as. */
+  valueType: JsonValueType;
+  /** header checks: the header. */
+  name: string;
+  /** json checks: the gjson path. */
+  path: string;
+  /** Keys the row does not edit, sent back as they were. */
+  extra: Record<string, unknown>;
+}
+
+export interface ExtractRow {
+  var: string;
+  from: string;
+  /** path (json), name (header) or pattern (regex), per `from`. */
+  arg: string;
+  extra: Record<string, unknown>;
+}
+
+/** Options of one threshold line; a line with no request and no abort is sent as a plain string. */
+export interface ThresholdOpt {
+  request: string;
+  abortOnFail: boolean;
+  extra: Record<string, unknown>;
+}
+
+/** A thresholds entry as the server takes it. (types.ts's PlanSpec still says string[].) */
+export type PlanThreshold = string | { expr: string; request?: string; abort_on_fail?: boolean; [k: string]: unknown };
+
 export interface RequestForm {
   name: string;
   method: string;
   url: string;
   headers: HeaderRow[];
   body: string;
-  /** Request fields the form does not edit (weight, checks, …), passed through unchanged. */
+  /** Whole number ≥ 1 as text; "" = left out (the server's default 1). Used by the weighted flow. */
+  weight: string;
+  /** Overrides the plan's think time ("1s", "500ms-2s"); "" = left out. */
+  thinkTime: string;
+  checks: CheckRow[];
+  extract: ExtractRow[];
+  /** Request fields the form does not edit, passed through unchanged. */
   extra: Record<string, unknown>;
 }
 
 export interface PlanForm {
   name: string;
   requests: RequestForm[];
+  flow: string;
+  /** The loaded plan had `flow`: sent back even when it is the default. */
+  hadFlow: boolean;
+  /** Plan think time ("1s", "500ms-2s"); "" = none. */
+  thinkTime: string;
+  /** Data CSV text, sent verbatim; blank = no data. */
+  dataCsv: string;
+  dataMode: string;
+  /** The loaded plan had data.mode: sent back even when it is the default. */
+  hadDataMode: boolean;
+  /** Keys of `data` the form does not edit (file). */
+  extraData: Record<string, unknown>;
   executor: string;
   vus: string;
   duration: string;
@@ -147,6 +248,8 @@ export interface PlanForm {
   insecureSkipVerify: boolean;
   /** One threshold per line; blank lines are ignored. */
   thresholds: string;
+  /** Options of each non-blank threshold line, by index (missing = plain). */
+  thresholdOpts: ThresholdOpt[];
   /** Load fields of the loaded plan (sent back as they were when its executor is unknown to the form). */
   loadedLoad: Record<string, unknown>;
   /** HTTP keys the loaded plan had: sent back even when they hold the default. */
@@ -157,7 +260,30 @@ export interface PlanForm {
 }
 
 export function emptyRequest(): RequestForm {
-  return { name: '', method: 'GET', url: '', headers: [], body: '', extra: {} };
+  return { name: '', method: 'GET', url: '', headers: [], body: '', weight: '', thinkTime: '', checks: [], extract: [], extra: {} };
+}
+
+/** emptyCheck is a new check row of the given type with its usual op and value. */
+export function emptyCheck(type = 'status'): CheckRow {
+  return { type, op: CHECK_DEFAULT_OP[type] ?? '', value: CHECK_DEFAULT_VALUE[type] ?? '', valueType: 'text', name: '', path: '', extra: {} };
+}
+
+/** retypeCheck changes a row's type: the op is kept when the new type has it, the value starts over. */
+export function retypeCheck(row: CheckRow, type: string): void {
+  if (row.type === type) return;
+  row.type = type;
+  const ops = CHECK_OPS[type];
+  if (ops && !ops.includes(row.op)) row.op = CHECK_DEFAULT_OP[type];
+  row.value = CHECK_DEFAULT_VALUE[type] ?? '';
+  row.valueType = 'text';
+}
+
+export function emptyExtract(): ExtractRow {
+  return { var: '', from: 'json', arg: '', extra: {} };
+}
+
+export function plainThreshold(): ThresholdOpt {
+  return { request: '', abortOnFail: false, extra: {} };
 }
 
 export function defaultStages(): StageRow[] {
@@ -172,6 +298,13 @@ export function emptyForm(): PlanForm {
   return {
     name: '',
     requests: [{ ...emptyRequest(), url: 'http://127.0.0.1:8090/' }],
+    flow: 'weighted',
+    hadFlow: false,
+    thinkTime: '',
+    dataCsv: '',
+    dataMode: 'per-iteration',
+    hadDataMode: false,
+    extraData: {},
     executor: 'constant-vus',
     vus: '10',
     duration: '30s',
@@ -194,6 +327,7 @@ export function emptyForm(): PlanForm {
     connectTimeout: '',
     insecureSkipVerify: false,
     thresholds: '',
+    thresholdOpts: [],
     loadedLoad: {},
     loadedHttpKeys: [],
     extraLoad: {},
@@ -233,16 +367,18 @@ export function planToForm(spec: PlanSpec): PlanForm {
   const stages = Array.isArray(load.stages)
     ? load.stages.map((s: Partial<PlanStage>) => ({ duration: str(s?.duration), target: str(s?.target) }))
     : d.stages;
+  const data = isObject(spec.data) ? spec.data : null;
+  const thresholds = Array.isArray(spec.thresholds) ? (spec.thresholds as unknown[]) : [];
   return {
     name: str(spec.name),
-    requests: (spec.requests ?? []).map((r) => ({
-      name: str(r.name),
-      method: str(r.method || 'GET').toUpperCase(),
-      url: str(r.url),
-      headers: Object.entries(r.headers ?? {}).map(([key, value]) => ({ key, value: str(value) })),
-      body: str(r.body),
-      extra: omit(r, ['name', 'method', 'url', 'headers', 'body']),
-    })),
+    requests: (spec.requests ?? []).map(requestToForm),
+    flow: str(spec.flow || 'weighted'),
+    hadFlow: 'flow' in spec,
+    thinkTime: str(spec.think_time),
+    dataCsv: data ? str(data.csv) : '',
+    dataMode: data ? str(data.mode || 'per-iteration') : 'per-iteration',
+    hadDataMode: data ? 'mode' in data : false,
+    extraData: omit(data, ['csv', 'mode']),
     executor: str(load.executor || 'constant-vus'),
     vus: orDefault(load.vus, d.vus),
     duration: orDefault(load.duration, d.duration),
@@ -264,13 +400,81 @@ export function planToForm(spec: PlanSpec): PlanForm {
     maxRedirects: str(http.max_redirects),
     connectTimeout: str(http.connect_timeout),
     insecureSkipVerify: http.insecure_skip_verify === true,
-    thresholds: (spec.thresholds ?? []).join('\n'),
+    thresholds: thresholds.map((t) => (isObject(t) ? str(t.expr) : str(t))).join('\n'),
+    thresholdOpts: thresholds.map((t) =>
+      isObject(t)
+        ? { request: str(t.request), abortOnFail: t.abort_on_fail === true, extra: omit(t, ['expr', 'request', 'abort_on_fail']) }
+        : plainThreshold(),
+    ),
     loadedLoad: pick(load, LOAD_FIELDS),
     loadedHttpKeys: Object.keys(http).filter((k) => HTTP_KEYS.includes(k)),
     extraLoad: omit(load, LOAD_KEYS),
     extraHttp: omit(http, HTTP_KEYS),
-    extraPlan: omit(spec, ['name', 'requests', 'load', 'http', 'thresholds']),
+    extraPlan: omit(spec, ['name', 'requests', 'flow', 'think_time', 'data', 'load', 'http', 'thresholds']),
   };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const REQUEST_KEYS = ['name', 'method', 'url', 'headers', 'body', 'weight', 'think_time', 'checks', 'extract'];
+
+function requestToForm(r: PlanSpec['requests'][number]): RequestForm {
+  const checks = Array.isArray(r.checks) ? (r.checks as unknown[]) : null;
+  const extract = Array.isArray(r.extract) ? (r.extract as unknown[]) : null;
+  const extra = omit(r, REQUEST_KEYS);
+  // Malformed lists are kept as they were rather than lost.
+  if (r.checks !== undefined && !checks) extra.checks = r.checks;
+  if (r.extract !== undefined && !extract) extra.extract = r.extract;
+  return {
+    name: str(r.name),
+    method: str(r.method || 'GET').toUpperCase(),
+    url: str(r.url),
+    headers: Object.entries(r.headers ?? {}).map(([key, value]) => ({ key, value: str(value) })),
+    body: str(r.body),
+    weight: str(r.weight),
+    thinkTime: str(r.think_time),
+    checks: (checks ?? []).map(checkToRow),
+    extract: (extract ?? []).map(extractToRow),
+    extra,
+  };
+}
+
+/** checkToRow reads one check; keys its type does not use stay in extra and are sent back. */
+export function checkToRow(c: unknown): CheckRow {
+  const o = isObject(c) ? c : {};
+  const type = str(o.type);
+  const row: CheckRow = { type, op: str(o.op), value: '', valueType: 'text', name: '', path: '', extra: {} };
+  const used = ['type', 'op', 'value'];
+  if (type === 'header') {
+    row.name = str(o.name);
+    used.push('name');
+  }
+  if (type === 'json') {
+    row.path = str(o.path);
+    used.push('path');
+    const v = o.value;
+    if (typeof v === 'number') row.valueType = 'number';
+    else if (v === true) row.valueType = 'true';
+    else if (v === false) row.valueType = 'false';
+    else if (v === null) row.valueType = 'null';
+    else if (typeof v === 'object') row.valueType = 'json';
+    row.value = typeof v === 'object' && v !== null ? JSON.stringify(v) : typeof v === 'boolean' ? '' : str(v);
+  } else if (o.value !== undefined && (o.value === null || typeof o.value === 'object')) {
+    used.pop(); // a value this row cannot show: kept as it was
+  } else {
+    row.value = str(o.value);
+  }
+  row.extra = omit(o, used);
+  return row;
+}
+
+export function extractToRow(x: unknown): ExtractRow {
+  const o = isObject(x) ? x : {};
+  const from = str(o.from);
+  const key = EXTRACT_ARG[from];
+  return { var: str(o.var), from, arg: key ? str(o[key]) : '', extra: omit(o, ['var', 'from', ...(key ? [key] : [])]) };
 }
 
 /**
@@ -347,22 +551,295 @@ function loadField(form: PlanForm, f: LoadField): unknown {
   }
 }
 
+/**
+ * typedNumber: "" → undefined, a decimal number → number, anything else → the text (for the server
+ * to name).
+ */
+export function typedNumber(text: string): number | string | undefined {
+  const t = text.trim();
+  if (t === '') return undefined;
+  if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t)) return Number(t);
+  return t;
+}
+
+/** Copy the keys of extra that out does not have (after out's own, so the server's order is kept). */
+function withExtra(out: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(extra)) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+/** jsonCheckValue is the JSON value of a json check's input; undefined = leave it out. */
+function jsonCheckValue(row: CheckRow): unknown {
+  switch (row.valueType) {
+    case 'number':
+      return typedNumber(row.value) ?? '';
+    case 'true':
+      return true;
+    case 'false':
+      return false;
+    case 'null':
+      return null;
+    case 'json':
+      try {
+        return JSON.parse(row.value);
+      } catch {
+        return row.value;
+      }
+    default:
+      return row.value;
+  }
+}
+
+/** checkValueIssue: a problem with a check's value the form can see before the server does ("" = none). */
+export function checkValueIssue(row: CheckRow): string {
+  if (row.type === 'json' && row.valueType === 'number' && row.op !== 'exists' && typeof typedNumber(row.value) !== 'number') {
+    return 'not a number: it would be sent as text';
+  }
+  if (row.type === 'json' && row.valueType === 'json' && row.op !== 'exists') {
+    try {
+      JSON.parse(row.value);
+    } catch {
+      return 'not valid JSON: it would be sent as text';
+    }
+  }
+  return '';
+}
+
+/** rowToCheck writes one check in the server's key order (type, op, value, name, path). */
+export function rowToCheck(row: CheckRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: row.type, op: row.op };
+  const exists = row.op === 'exists';
+  switch (row.type) {
+    case 'status':
+      setIf(out, 'value', typedNumber(row.value));
+      break;
+    case 'header':
+      if (!exists || row.value !== '') out.value = row.value;
+      out.name = row.name.trim();
+      break;
+    case 'body':
+      out.value = row.value;
+      break;
+    case 'json':
+      if (!exists || row.value !== '' || row.valueType !== 'text') out.value = jsonCheckValue(row);
+      out.path = row.path.trim();
+      break;
+    case 'latency':
+      out.value = row.value.trim();
+      break;
+    default:
+      setIf(out, 'value', row.value);
+  }
+  return withExtra(out, row.extra);
+}
+
+/** rowToExtract writes one extract rule (var, from, then path / name / pattern). */
+export function rowToExtract(row: ExtractRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { var: row.var.trim(), from: row.from };
+  const key = EXTRACT_ARG[row.from];
+  if (key) out[key] = key === 'pattern' ? row.arg : row.arg.trim();
+  return withExtra(out, row.extra);
+}
+
+/** thresholdEntries pairs each threshold line with its options: plain lines as strings, others as objects. */
+export function thresholdEntries(form: Pick<PlanForm, 'thresholds' | 'thresholdOpts'>): PlanThreshold[] {
+  return thresholdLines(form.thresholds).map((expr, i) => {
+    const o = form.thresholdOpts[i];
+    if (!o || (o.request === '' && !o.abortOnFail && Object.keys(o.extra).length === 0)) return expr;
+    const out: Record<string, unknown> = { expr };
+    if (o.request !== '') out.request = o.request;
+    if (o.abortOnFail) out.abort_on_fail = true;
+    return withExtra(out, o.extra) as PlanThreshold;
+  });
+}
+
+/**
+ * reconcileThresholdOpts keeps each line's options with its line when the thresholds text changes.
+ * Lines are matched by a longest-common-subsequence diff; between two matched lines, changed lines
+ * pair up in order (an edited line keeps its options), extra new lines are plain, and options of
+ * removed lines are dropped.
+ */
+export function reconcileThresholdOpts(oldText: string, oldOpts: ThresholdOpt[], newText: string): ThresholdOpt[] {
+  const a = thresholdLines(oldText);
+  const b = thresholdLines(newText);
+  // lcs[i][j] = length of the LCS of a[i:] and b[j:]
+  const lcs = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+    }
+  }
+  const out: ThresholdOpt[] = [];
+  const opt = (i: number) => oldOpts[i] ?? plainThreshold();
+  let i = 0;
+  let j = 0;
+  let gapOld: number[] = [];
+  const flushGap = (upTo: number) => {
+    // new lines out.length..upTo-1 are unmatched: pair them with the gap's old lines in order
+    let k = 0;
+    while (out.length < upTo) out.push(k < gapOld.length ? opt(gapOld[k++]) : plainThreshold());
+    gapOld = [];
+  };
+  while (i < a.length && j < b.length) {
+    if (a[i] === b[j]) {
+      flushGap(j);
+      out.push(opt(i));
+      i++;
+      j++;
+    } else if (lcs[i + 1][j] >= lcs[i][j + 1]) {
+      gapOld.push(i++);
+    } else {
+      j++;
+    }
+  }
+  while (i < a.length) gapOld.push(i++);
+  flushGap(b.length);
+  return out;
+}
+
+/** requestName is the name the server gives a request (its name, else "METHOD URL"). */
+export function requestName(r: RequestForm): string {
+  return r.name.trim() || `${r.method} ${r.url.trim()}`;
+}
+
+/** requestNames lists the distinct request names, in order (the targets of a threshold). */
+export function requestNames(form: PlanForm): string[] {
+  return [...new Set(form.requests.map(requestName))];
+}
+
+export interface CsvPreview {
+  columns: string[];
+  rows: number;
+  /** A problem the server would report ("" = none). */
+  problem: string;
+}
+
+/**
+ * parseCsv reads CSV the way the server does (Go encoding/csv with TrimLeadingSpace): quoted fields
+ * may hold commas, quotes ("") and line breaks; blank lines are skipped; every row must have as
+ * many fields as the header.
+ */
+export function parseCsv(text: string): { records: string[][]; problem: string } {
+  const records: string[][] = [];
+  let rec: string[] = [];
+  let field = '';
+  let quoted = false;
+  let fieldStart = true;
+  let line = 1;
+  let recLine = 1;
+  const endField = () => {
+    rec.push(field);
+    field = '';
+    fieldStart = true;
+  };
+  const endRecord = () => {
+    endField();
+    if (!(rec.length === 1 && rec[0] === '')) records.push(rec);
+    rec = [];
+  };
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"') {
+        if (text[i + 1] === '"') {
+          field += '"';
+          i++;
+        } else {
+          quoted = false;
+          const next = text[i + 1];
+          if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
+            return { records, problem: `line ${line}: extraneous " after a quoted field` };
+          }
+        }
+      } else {
+        if (ch === '\n') line++;
+        field += ch;
+      }
+      continue;
+    }
+    if (fieldStart && (ch === ' ' || ch === '\t')) continue;
+    if (ch === '"' && fieldStart) {
+      quoted = true;
+      fieldStart = false;
+    } else if (ch === ',') {
+      endField();
+    } else if (ch === '\n' || ch === '\r') {
+      if (ch === '\r' && text[i + 1] === '\n') i++;
+      endRecord();
+      line++;
+      recLine = line;
+    } else if (ch === '"') {
+      return { records, problem: `line ${line}: a bare " in a field that is not quoted` };
+    } else {
+      field += ch;
+      fieldStart = false;
+    }
+  }
+  if (quoted) return { records, problem: `line ${recLine}: a quoted field is not closed` };
+  if (field !== '' || rec.length > 0) endRecord();
+  return { records, problem: '' };
+}
+
+/** csvPreview describes the data table: its columns (the variable names), row count and first problem. */
+export function csvPreview(text: string): CsvPreview {
+  const { records, problem } = parseCsv(text);
+  const columns = records[0] ?? [];
+  const rows = Math.max(0, records.length - 1);
+  if (problem) return { columns, rows, problem };
+  if (records.length < 2) return { columns, rows, problem: 'needs a header row and at least one data row' };
+  const bad = records.findIndex((r) => r.length !== columns.length);
+  if (bad > 0) return { columns, rows, problem: `row ${bad} has ${records[bad].length} fields, the header has ${columns.length}` };
+  const badName = columns.find((c) => !VAR_NAME.test(c));
+  if (badName !== undefined) return { columns, rows, problem: `column "${badName}" is not a variable name (letters, digits, _)` };
+  return { columns, rows, problem: '' };
+}
+
+const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** isVarName: letters, digits and _, not starting with a digit (what {{name}} accepts). */
+export function isVarName(s: string): boolean {
+  return VAR_NAME.test(s);
+}
+
+/** Variables a plan's requests may use: built-ins, data columns, extracted vars. */
+export function availableVars(form: PlanForm): { builtins: string[]; columns: string[]; extracted: string[] } {
+  const columns = form.dataCsv.trim() === '' ? [] : (parseCsv(form.dataCsv).records[0] ?? []).filter(isVarName);
+  const extracted = [...new Set(form.requests.flatMap((r) => r.extract.map((x) => x.var.trim()).filter(isVarName)))];
+  return { builtins: [...BUILTIN_VARS], columns, extracted };
+}
+
+/** weightShares: each request's share of iterations in the weighted flow (null when a weight is not a whole number ≥ 1). */
+export function weightShares(form: PlanForm): (number | null)[] {
+  const ws = form.requests.map((r) => {
+    const v = typedInt(r.weight);
+    return v === undefined ? 1 : typeof v === 'number' && v >= 1 ? v : null;
+  });
+  const total = ws.reduce<number>((a, w) => a + (w ?? 0), 0);
+  return ws.map((w) => (w === null || total === 0 ? null : w / total));
+}
+
+function requestToPlan(r: RequestForm): PlanSpec['requests'][number] {
+  const out: Record<string, unknown> = {};
+  setIf(out, 'name', r.name.trim());
+  out.method = r.method;
+  out.url = r.url.trim();
+  const rows = r.headers.filter((h) => h.key.trim() !== '' || h.value !== '');
+  if (rows.length > 0) {
+    const headers: Record<string, string> = {};
+    for (const h of rows) headers[h.key.trim()] = h.value;
+    out.headers = headers;
+  }
+  out.body = r.body;
+  setIf(out, 'weight', typedInt(r.weight));
+  setIf(out, 'think_time', r.thinkTime.trim());
+  if (r.checks.length > 0) out.checks = r.checks.map(rowToCheck);
+  if (r.extract.length > 0) out.extract = r.extract.map(rowToExtract);
+  return withExtra(out, r.extra) as PlanSpec['requests'][number];
+}
+
 /** formToPlan builds the plan JSON sent to POST/PUT /api/plans. */
 export function formToPlan(form: PlanForm): PlanSpec {
-  const requests = form.requests.map((r) => {
-    const out: Record<string, unknown> = { ...r.extra };
-    setIf(out, 'name', r.name.trim());
-    out.method = r.method;
-    out.url = r.url.trim();
-    const rows = r.headers.filter((h) => h.key.trim() !== '' || h.value !== '');
-    if (rows.length > 0) {
-      const headers: Record<string, string> = {};
-      for (const h of rows) headers[h.key.trim()] = h.value;
-      out.headers = headers;
-    }
-    out.body = r.body;
-    return out as PlanSpec['requests'][number];
-  });
+  const requests = form.requests.map(requestToPlan);
 
   const load: Record<string, unknown> = { ...form.extraLoad, executor: form.executor };
   const fields = fieldsOf(form.executor);
@@ -375,29 +852,52 @@ export function formToPlan(form: PlanForm): PlanSpec {
   setIf(load, 'graceful_stop', form.gracefulStop.trim());
 
   const had = (k: string) => form.loadedHttpKeys.includes(k);
-  const http: Record<string, unknown> = { ...form.extraHttp };
+  const http: Record<string, unknown> = {};
   setIf(http, 'timeout', form.timeout.trim());
   setIf(http, 'connect_timeout', form.connectTimeout.trim());
   http.keep_alive = form.keepAlive;
   if (form.followRedirects || had('follow_redirects')) http.follow_redirects = form.followRedirects;
   setIf(http, 'max_redirects', typedInt(form.maxRedirects));
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
+  withExtra(http, form.extraHttp);
 
-  return {
-    ...form.extraPlan,
-    name: form.name.trim(),
-    requests,
-    load,
-    http,
-    thresholds: thresholdLines(form.thresholds),
-  };
+  const out: Record<string, unknown> = { name: form.name.trim(), requests };
+  if (form.flow !== 'weighted' || form.hadFlow) out.flow = form.flow;
+  setIf(out, 'think_time', form.thinkTime.trim());
+  if (form.dataCsv.trim() !== '' || Object.keys(form.extraData).length > 0) {
+    const data: Record<string, unknown> = {};
+    if (form.dataCsv.trim() !== '') data.csv = form.dataCsv;
+    Object.assign(data, form.extraData);
+    if (form.dataMode !== 'per-iteration' || form.hadDataMode) data.mode = form.dataMode;
+    out.data = data;
+  }
+  out.load = load;
+  out.http = http;
+  // The server takes strings and objects; types.ts's PlanSpec (shared) still declares string[].
+  out.thresholds = thresholdEntries(form);
+  return withExtra(out, form.extraPlan) as PlanSpec;
 }
 
 /** formSlots lists the field paths that have an input in the form as it is currently shown. */
 export function formSlots(form: PlanForm): string[] {
-  const slots = ['name'];
-  form.requests.forEach((_, i) => {
-    for (const f of ['name', 'method', 'url', 'headers', 'body']) slots.push(`requests[${i}].${f}`);
+  const slots = ['name', 'flow', 'think_time', 'data', 'data.csv', 'data.mode'];
+  form.requests.forEach((r, i) => {
+    const p = `requests[${i}]`;
+    for (const f of ['name', 'method', 'url', 'headers', 'body', 'think_time', 'checks', 'extract']) slots.push(`${p}.${f}`);
+    if (form.flow === 'weighted') slots.push(`${p}.weight`);
+    r.checks.forEach((c, j) => {
+      const q = `${p}.checks[${j}]`;
+      slots.push(q, `${q}.type`, `${q}.op`);
+      if (c.op !== 'exists') slots.push(`${q}.value`);
+      if (c.type === 'header') slots.push(`${q}.name`);
+      if (c.type === 'json') slots.push(`${q}.path`);
+    });
+    r.extract.forEach((x, j) => {
+      const q = `${p}.extract[${j}]`;
+      slots.push(q, `${q}.var`, `${q}.from`);
+      const key = EXTRACT_ARG[x.from];
+      if (key) slots.push(`${q}.${key}`);
+    });
   });
   slots.push('load.executor');
   for (const f of fieldsOf(form.executor) ?? []) {
@@ -416,6 +916,7 @@ export function formSlots(form: PlanForm): string[] {
     'http.insecure_skip_verify',
     'thresholds',
   );
+  thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));
   return slots;
 }
 

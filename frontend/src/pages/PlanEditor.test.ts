@@ -238,3 +238,192 @@ describe('PlanEditor', () => {
     expect(container.querySelector('[data-field-error="thresholds[0]"]')!.textContent).toBe('Threshold 1: "p95 < 200" is not a threshold');
   });
 });
+
+describe('PlanEditor scenarios', () => {
+  const sentBody = (f: ReturnType<typeof mockFetch>, method: string) => {
+    const call = f.mock.calls.find((c) => (c[1] as RequestInit | undefined)?.method === method)!;
+    return (call[1] as RequestInit).body as string;
+  };
+
+  it('adding a check row and an extract rule and saving sends them, typed', async () => {
+    const f = mockFetch((_url, init) => ({ status: 201, body: { id: 4, name: 'x', plan: JSON.parse(init.body as string) } }));
+    const { container } = render(PlanEditor);
+    const q = (sel: string) => container.querySelector(sel) as HTMLInputElement;
+    await fireEvent.input(q('#plan-name'), { target: { value: 'checks' } });
+
+    await fireEvent.click(q('[data-testid=add-check-0]'));
+    expect(container.querySelectorAll('[data-testid=check-row]')).toHaveLength(1);
+    expect(q('#req-0-check-0-type').value).toBe('status');
+    await fireEvent.input(q('#req-0-check-0-value'), { target: { value: '404' } });
+
+    // a second check: json, a number value
+    await fireEvent.click(q('[data-testid=add-check-0]'));
+    await fireEvent.change(q('#req-0-check-1-type'), { target: { value: 'json' } });
+    expect(q('#req-0-check-1-path')).not.toBeNull();
+    expect(q('#req-0-check-1-name')).toBeNull();
+    await fireEvent.input(q('#req-0-check-1-path'), { target: { value: 'data.count' } });
+    await fireEvent.change(q('#req-0-check-1-op'), { target: { value: 'gt' } });
+    await fireEvent.change(q('#req-0-check-1-value-type'), { target: { value: 'number' } });
+    await fireEvent.input(q('#req-0-check-1-value'), { target: { value: '3' } });
+
+    // a third: header exists (no value input), then removed again
+    await fireEvent.click(q('[data-testid=add-check-0]'));
+    await fireEvent.change(q('#req-0-check-2-type'), { target: { value: 'header' } });
+    await fireEvent.change(q('#req-0-check-2-op'), { target: { value: 'exists' } });
+    expect(q('#req-0-check-2-value')).toBeNull();
+    await fireEvent.click(container.querySelector('[aria-label="remove check 3"]')!);
+
+    await fireEvent.click(q('[data-testid=add-extract-0]'));
+    await fireEvent.input(q('#req-0-extract-0-var'), { target: { value: 'title' } });
+    await fireEvent.change(q('#req-0-extract-0-from'), { target: { value: 'regex' } });
+    await fireEvent.input(q('#req-0-extract-0-pattern'), { target: { value: '<h1>(.*)</h1>' } });
+    expect(q('[data-testid=variables-hint]').textContent).toContain('{{title}}');
+
+    await fireEvent.click(q('[data-testid=save-plan]'));
+    await waitFor(() => expect(f).toHaveBeenCalled());
+    const sent = JSON.parse(sentBody(f, 'POST'));
+    expect(sent.requests[0].checks).toEqual([
+      { type: 'status', op: 'eq', value: 404 },
+      { type: 'json', op: 'gt', value: 3, path: 'data.count' },
+    ]);
+    expect(sent.requests[0].extract).toEqual([{ var: 'title', from: 'regex', pattern: '<h1>(.*)</h1>' }]);
+  });
+
+  const scenarioPlan = {
+    name: 'login flow',
+    requests: [
+      {
+        name: 'login',
+        method: 'POST',
+        url: 'http://127.0.0.1:8090/login',
+        body: '{"user":"{{user}}"}',
+        weight: 2,
+        think_time: '500ms-2s',
+        checks: [
+          { type: 'status', op: 'eq', value: 200 },
+          { type: 'json', op: 'eq', value: true, path: 'data.ok' },
+        ],
+        extract: [{ var: 'token', from: 'json', path: 'data.token' }],
+      },
+      { name: 'items', method: 'GET', url: 'http://127.0.0.1:8090/items', headers: { Authorization: 'Bearer {{token}}' }, body: '', weight: 1 },
+    ],
+    flow: 'sequence',
+    think_time: '1s',
+    data: { csv: 'user,pass\nann,a1\nbob,b2\n', mode: 'per-vu' },
+    load: { executor: 'constant-vus', vus: 10, duration: '30s', graceful_stop: '5s' },
+    http: { timeout: '10s', keep_alive: true, follow_redirects: false, max_redirects: 10, insecure_skip_verify: false },
+    thresholds: ['p(95)<200ms', { expr: 'p(95)<300ms', request: 'login', abort_on_fail: true }],
+  };
+
+  it('opens a scenario plan, shows its fields, and saves it unchanged as the identical JSON', async () => {
+    const stored = { id: 6, name: 'login flow', created_at: '', updated_at: '', plan: scenarioPlan };
+    const f = mockFetch((_url, init) => (init.method === 'PUT' ? { status: 200, body: { ...stored, plan: JSON.parse(init.body as string) } } : { status: 200, body: stored }));
+    const { container } = render(PlanEditor, { id: '6' });
+    const q = (sel: string) => container.querySelector(sel) as HTMLInputElement;
+    await waitFor(() => expect(q('#plan-name')?.value).toBe('login flow'));
+    expect(q('#flow').value).toBe('sequence');
+    expect(q('[data-testid=flow-help]').textContent).toContain('every request in order');
+    expect(q('#think-time').value).toBe('1s');
+    expect(q('#data-csv').value).toBe('user,pass\nann,a1\nbob,b2\n');
+    expect(q('#data-mode').value).toBe('per-vu');
+    expect(q('[data-testid=data-preview]').textContent).toBe('columns: user, pass · 2 rows');
+    expect(q('[data-testid=variables-hint]').textContent).toMatch(/\{\{user\}\}.*\{\{pass\}\}.*\{\{token\}\}/);
+    expect(q('#req-0-weight')).toBeNull(); // sequence flow: no weights
+    expect(q('#req-0-think-time').value).toBe('500ms-2s');
+    expect(q('#req-0-check-1-value-type').value).toBe('true');
+    expect(q('#req-0-check-1-value')).toBeNull();
+    expect(q('#req-0-extract-0-path').value).toBe('data.token');
+    expect(q('#threshold-1-request').value).toBe('login');
+    expect(q('#threshold-1-abort').checked).toBe(true);
+    expect(q('#threshold-0-request').value).toBe('');
+
+    await fireEvent.change(q('#flow'), { target: { value: 'weighted' } });
+    expect(q('#req-0-weight').value).toBe('2');
+    expect(q('[data-testid=req-0-share]').textContent).toContain('67% share');
+    await fireEvent.change(q('#flow'), { target: { value: 'sequence' } });
+
+    await fireEvent.click(q('[data-testid=save-plan]'));
+    await waitFor(() => expect(screen.getByRole('status').textContent).toContain('Saved'));
+    expect(sentBody(f, 'PUT')).toBe(JSON.stringify(scenarioPlan));
+  });
+
+  it('threshold lines get a request and abort; options follow their line as the text changes', async () => {
+    const f = mockFetch((_url, init) => ({ status: 201, body: { id: 4, name: 'x', plan: JSON.parse(init.body as string) } }));
+    const { container } = render(PlanEditor);
+    const q = (sel: string) => container.querySelector(sel) as HTMLInputElement;
+    await fireEvent.input(q('#plan-name'), { target: { value: 't' } });
+    await fireEvent.input(q('#req-0-name'), { target: { value: 'home' } });
+    await fireEvent.input(q('#thresholds'), { target: { value: 'p(95)<200ms\nerror_rate<1%' } });
+    expect(container.querySelectorAll('[data-testid=threshold-row]')).toHaveLength(2);
+    const options = [...container.querySelectorAll('#threshold-1-request option')].map((o) => o.textContent);
+    expect(options).toEqual(['all requests', 'home']);
+    await fireEvent.change(q('#threshold-1-request'), { target: { value: 'home' } });
+    await fireEvent.click(q('#threshold-1-abort'));
+    // a line inserted on top: the options stay with "error_rate<1%"
+    await fireEvent.input(q('#thresholds'), { target: { value: 'rps>10\np(95)<200ms\nerror_rate<1%' } });
+    expect(q('#threshold-2-request').value).toBe('home');
+    expect(q('#threshold-2-abort').checked).toBe(true);
+    expect(q('#threshold-1-abort').checked).toBe(false);
+
+    await fireEvent.click(q('[data-testid=save-plan]'));
+    await waitFor(() => expect(f).toHaveBeenCalled());
+    expect(JSON.parse(sentBody(f, 'POST')).thresholds).toEqual(['rps>10', 'p(95)<200ms', { expr: 'error_rate<1%', request: 'home', abort_on_fail: true }]);
+  });
+
+  it('shows nested scenario errors next to their inputs', async () => {
+    const stored = { id: 6, name: 'login flow', created_at: '', updated_at: '', plan: scenarioPlan };
+    mockFetch((_url, init) =>
+      init.method === 'PUT'
+        ? {
+            status: 400,
+            body: {
+              error: {
+                code: 'invalid_plan',
+                message: 'the plan has 7 problem(s); see fields',
+                fields: {
+                  flow: '"x" is not one of weighted, sequence',
+                  'data.csv': 'column "a b" is not a variable name (letters, digits, _)',
+                  'requests[0].checks[0].value': 'must be a status code number',
+                  'requests[0].checks[1].path': 'a JSON path (e.g. data.items.0.id) is required',
+                  'requests[0].extract[0].path': 'a JSON path is required',
+                  'requests[0].think_time': '"x" is not a think time; write "1s" or "500ms-2s"',
+                  'thresholds[1].request': '"login" is not the name of a request of this plan',
+                },
+              },
+            },
+          }
+        : { status: 200, body: stored },
+    );
+    const { container } = render(PlanEditor, { id: '6' });
+    const q = (sel: string) => container.querySelector(sel) as HTMLElement;
+    await waitFor(() => expect((q('#plan-name') as HTMLInputElement)?.value).toBe('login flow'));
+    await fireEvent.click(q('[data-testid=save-plan]'));
+    await waitFor(() => expect(q('[data-field-error="requests[0].checks[0].value"]')).not.toBeNull());
+    const near = (input: string, path: string) => {
+      const cell = q(input).closest('td, .field')!;
+      expect(cell.querySelector(`[data-field-error="${path}"]`), path).not.toBeNull();
+      expect(q(input).getAttribute('aria-invalid'), input).toBe('true');
+    };
+    near('#flow', 'flow');
+    near('#data-csv', 'data.csv');
+    near('#req-0-check-0-value', 'requests[0].checks[0].value');
+    near('#req-0-check-1-path', 'requests[0].checks[1].path');
+    near('#req-0-extract-0-path', 'requests[0].extract[0].path');
+    near('#req-0-think-time', 'requests[0].think_time');
+    near('#threshold-1-request', 'thresholds[1].request');
+    expect(q('[data-testid=form-error-unmatched]')).toBeNull();
+  });
+
+  it('reads a local .csv file into the data textarea', async () => {
+    mockFetch(() => ({ status: 500, body: {} }));
+    const { container } = render(PlanEditor);
+    const input = container.querySelector('#data-file') as HTMLInputElement;
+    expect((container.querySelector('#data-mode') as HTMLSelectElement).disabled).toBe(true);
+    const file = new File(['user,pass\nann,a1\nbob,b2\ncid,c3\n'], 'users.csv', { type: 'text/csv' });
+    Object.defineProperty(input, 'files', { value: [file], configurable: true });
+    await fireEvent.change(input);
+    await waitFor(() => expect((container.querySelector('#data-csv') as HTMLTextAreaElement).value).toBe('user,pass\nann,a1\nbob,b2\ncid,c3\n'));
+    await waitFor(() => expect(container.querySelector('[data-testid=data-preview]')!.textContent).toBe('columns: user, pass · 3 rows'));
+    expect((container.querySelector('#data-mode') as HTMLSelectElement).disabled).toBe(false);
+  });
+});
