@@ -6,7 +6,9 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,4 +331,68 @@ func TestSamplesCarryScheduleLag(t *testing.T) {
 		t.Errorf("samples lack schedule lag")
 	}
 	var _ = metrics.Sample{}
+}
+
+func TestKeepAliveOffOpensAConnectionPerRequest(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 2, "1s", "1s", `,"keep_alive":false`)))
+	if sum.Errors != 0 || sum.Requests == 0 || tg.Conns() != sum.Requests+sum.Interrupted {
+		t.Errorf("requests %d, connections %d, errors %v", sum.Requests, tg.Conns(), sum.ErrorKinds)
+	}
+}
+
+func TestHostHeaderOverrideChangesTheHeaderNotTheAddress(t *testing.T) {
+	var host atomic.Value
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { host.Store(r.Host) })
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q,"headers":{"Host":"api.example.test"}}],"load":{"vus":1,"duration":"1s"}}`, tg.URL)
+	sum, _ := run(t, mustPlan(t, js))
+	if sum.Errors != 0 || host.Load() != "api.example.test" {
+		t.Errorf("errors %v, Host %v", sum.ErrorKinds, host.Load())
+	}
+}
+
+func TestTLSWithSNIFromTheURLHost(t *testing.T) {
+	var sni atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sni.Store(r.TLS.ServerName) }))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	plan := func(insecure bool) string {
+		return fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/"}],"load":{"vus":1,"duration":"1s"},
+			"http":{"insecure_skip_verify":%v,"hosts":{"secure.example.test":%q}}}`, insecure, addr)
+	}
+	sum, _ := run(t, mustPlan(t, plan(true)))
+	if sum.Errors != 0 || sum.Requests == 0 || sni.Load() != "secure.example.test" {
+		t.Errorf("insecure: requests %d errors %v SNI %v", sum.Requests, sum.ErrorKinds, sni.Load())
+	}
+	// Without skipping verification the test server's self-signed certificate is a tls error.
+	sum, _ = run(t, mustPlan(t, plan(false)))
+	if sum.Requests == 0 || sum.ErrorKinds["tls"] != sum.Requests {
+		t.Errorf("verified: requests %d kinds %v", sum.Requests, sum.ErrorKinds)
+	}
+}
+
+func TestRequestBodyAndContentLength(t *testing.T) {
+	var bad atomic.Int64
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(b)) || string(b) != `{"hello":"world"}` || r.Method != "PUT" {
+			bad.Add(1)
+		}
+	})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"method":"PUT","url":%q,"body":"{\"hello\":\"world\"}","headers":{"Content-Type":"application/json"}}],"load":{"vus":2,"duration":"1s"}}`, tg.URL)
+	sum, _ := run(t, mustPlan(t, js))
+	if sum.Errors != 0 || sum.Requests == 0 || bad.Load() != 0 {
+		t.Errorf("requests %d errors %v bad bodies %d", sum.Requests, sum.ErrorKinds, bad.Load())
+	}
+}
+
+func TestLargeBodiesAreStreamedAndCountedExactly(t *testing.T) {
+	const size = 3 << 20
+	body := strings.Repeat("x", size)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 2, "1s", "5s", "")))
+	if sum.Errors != 0 || sum.Requests == 0 || sum.BodyBytesIn != int64(size)*sum.Requests {
+		t.Errorf("requests %d errors %v body bytes %d (want %d each)", sum.Requests, sum.ErrorKinds, sum.BodyBytesIn, size)
+	}
 }
