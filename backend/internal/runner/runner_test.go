@@ -25,7 +25,9 @@ type recSink struct {
 	once     sync.Once
 }
 
-func newRecSink(delay time.Duration) *recSink { return &recSink{delay: delay, finished: make(chan struct{})} }
+func newRecSink(delay time.Duration) *recSink {
+	return &recSink{delay: delay, finished: make(chan struct{})}
+}
 
 func (s *recSink) Sample(_ int64, smp metrics.Sample) {
 	time.Sleep(s.delay)
