@@ -57,8 +57,8 @@ func TestUpDownUp(t *testing.T) {
 	if _, err := prov.Up(ctx); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	if n := tables(); n != 4 {
-		t.Errorf("after up: %d tables, want 4", n)
+	if n := tables(); n != 5 {
+		t.Errorf("after up: %d tables, want 5", n)
 	}
 	if _, err := prov.DownTo(ctx, 0); err != nil {
 		t.Fatalf("down: %v", err)

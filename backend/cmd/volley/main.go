@@ -20,7 +20,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCmd(), runCmd(), targetCmd())
+	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd())
 	if err := root.Execute(); err != nil {
 		code := 1
 		if ec, ok := err.(exitCode); ok {

@@ -37,6 +37,7 @@ Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan is inval
 	}
 	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
+	runReport.flag(c) // --report FILE (runreport.go)
 	return c
 }
 
@@ -90,6 +91,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	var cum int64
 	e, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
 		cum += s.Requests
+		runReport.add(s)
 		if !quiet {
 			fmt.Fprintf(stderr, "%s\n", progressLine(s, cum, total))
 		}
@@ -104,6 +106,9 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	}
 	interrupted := ctx.Err() != nil
 	printSummary(stdout, p, sum)
+	if err := runReport.write(p, sum, interrupted); err != nil {
+		return fail("cannot write the report: %v", err)
+	}
 	if outFile != nil {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		if _, err := outFile.Write(append(b, '\n')); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,7 +28,9 @@ type runJSON struct {
 	Error     string     `json:"error"`
 	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
 	// not ended.
-	ThresholdsOK *bool `json:"thresholds_ok"`
+	ThresholdsOK *bool   `json:"thresholds_ok"`
+	Notes        string  `json:"notes"`
+	Tags         tagList `json:"tags"`
 }
 
 type runDetail struct {
@@ -41,7 +42,7 @@ type runDetail struct {
 func toRunJSON(r *store.Run) runJSON {
 	return runJSON{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
 		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
-		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK}
+		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags}
 }
 
 func toRunDetail(r *store.Run) runDetail {
@@ -87,22 +88,9 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 }
 
 func (s *Server) listRuns(c *gin.Context) (int, any, error) {
-	f := store.RunFilter{Status: c.Query("status")}
-	for name, dst := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
-		if v := c.Query(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return 0, nil, errf(http.StatusBadRequest, "bad_request", "%s must be a non-negative integer", name)
-			}
-			*dst = n
-		}
-	}
-	if v := c.Query("plan_id"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			return 0, nil, errf(http.StatusBadRequest, "bad_request", "plan_id must be a positive integer")
-		}
-		f.PlanID = n
+	f, err := runFilter(c)
+	if err != nil {
+		return 0, nil, err
 	}
 	runs, total, err := s.store.ListRuns(c.Request.Context(), f)
 	if err != nil {
@@ -157,25 +145,4 @@ func (s *Server) deleteRun(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
-}
-
-func (s *Server) samples(c *gin.Context) (int, any, error) {
-	id, err := idParam(c)
-	if err != nil {
-		return 0, nil, err
-	}
-	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
-		return 0, nil, err
-	}
-	smps, err := s.store.Samples(c.Request.Context(), id)
-	if err != nil {
-		return 0, nil, err
-	}
-	out := struct {
-		Items []json.RawMessage `json:"items"`
-	}{Items: make([]json.RawMessage, len(smps))}
-	for i := range smps {
-		out.Items[i] = smps[i].Data
-	}
-	return http.StatusOK, out, nil
 }

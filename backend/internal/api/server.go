@@ -29,6 +29,10 @@ type Store interface {
 	ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int64, error)
 	Samples(ctx context.Context, runID int64) ([]store.Sample, error)
 	DeleteRun(ctx context.Context, id int64) error
+	UpdateRunMeta(ctx context.Context, id int64, notes *string, tags *[]string) (*store.Run, error)
+	PreviousRun(ctx context.Context, id int64) (*store.Run, error)
+	PlanTrend(ctx context.Context, planID int64, limit int) ([]store.Run, error)
+	RunHistogram(ctx context.Context, runID int64) ([]byte, error)
 }
 
 // Runner is the run lifecycle the handlers need (implemented by *runner.Runner).
@@ -80,12 +84,18 @@ func (s *Server) Handler() http.Handler {
 	a.PUT("/plans/:id", s.wrap(s.updatePlan))
 	a.DELETE("/plans/:id", s.wrap(s.deletePlan))
 	a.POST("/plans/:id/runs", s.wrap(s.startRun))
+	a.GET("/plans/:id/trend", s.wrap(s.planTrend))
 	a.GET("/runs", s.wrap(s.listRuns))
 	a.GET("/runs/:id", s.wrap(s.getRun))
+	a.PATCH("/runs/:id", s.wrap(s.patchRun))
+	a.GET("/runs/:id/previous", s.wrap(s.previousRun))
+	a.GET("/runs/:id/distribution", s.wrap(s.distribution))
+	a.GET("/runs/:id/report", s.runReport)
 	a.POST("/runs/:id/stop", s.wrap(s.stopRun))
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))
 	a.GET("/runs/:id/samples", s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)
+	a.GET("/compare", s.wrap(s.compareRuns))
 	r.NoRoute(s.spa())
 	return r
 }

@@ -26,6 +26,8 @@ type Run struct {
 	Error        string
 	PlanSpec     []byte // the plan JSON as it was when the run started; only filled by GetRun
 	Summary      []byte // the summary JSON; nil until the run has ended; only filled by GetRun
+	Notes        string
+	Tags         []string // sorted; filled by GetRun and ListRuns (empty, not nil, when none)
 }
 
 // Progress is the running totals written with each sample and at the end of a run.
@@ -47,10 +49,19 @@ type Sample struct {
 	Hist   []byte // the second's encoded latency histogram, or nil
 }
 
-// RunFilter selects runs for ListRuns. Zero fields do not filter.
+// RunFilter selects and orders runs for ListRuns. Zero fields do not filter.
 type RunFilter struct {
 	PlanID int64
 	Status string
+	Tag    string    // runs carrying this tag
+	From   time.Time // started_at ≥ From
+	To     time.Time // started_at < To
+	// Thresholds is "passed" (thresholds_ok true), "failed" (false) or "" (any, NULL included).
+	Thresholds string
+	// Sort is one of SortColumns ("" = started_at); Order is "asc" or "desc" ("" = desc). Ties
+	// are broken by id in the same direction.
+	Sort   string
+	Order  string
 	Limit  int // 0 means 50; at most 500
 	Offset int
 }
@@ -77,6 +88,7 @@ type runRow struct {
 	ThresholdsOK *bool      `gorm:"column:thresholds_ok"`
 	PlanSpec     []byte     `gorm:"column:plan_spec"`
 	Summary      []byte     `gorm:"column:summary"`
+	Notes        string     `gorm:"column:notes"`
 }
 
 func (r runRow) run() Run {
@@ -84,7 +96,7 @@ func (r runRow) run() Run {
 		ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status,
 		StartedAt: utc(r.StartedAt), DurationS: r.DurationS, Requests: r.Requests,
 		RPS: r.RPS, P95Ms: r.P95Ms, ErrorRate: r.ErrorRate, Error: r.Error,
-		PlanSpec: r.PlanSpec, Summary: r.Summary, ThresholdsOK: r.ThresholdsOK,
+		PlanSpec: r.PlanSpec, Summary: r.Summary, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes,
 	}
 	if r.EndedAt != nil {
 		t := utc(*r.EndedAt)
@@ -94,7 +106,7 @@ func (r runRow) run() Run {
 }
 
 // runListColumns leaves out plan_spec: the list never shows it.
-const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok"
+const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok, notes"
 
 // CreateRun stores a new run of a plan with status "running". planSpec is the plan JSON as it
 // is now. It returns ErrNotFound if the plan does not exist.
@@ -119,7 +131,7 @@ func (s *Store) CreateRun(ctx context.Context, planID int64, planName string, pl
 		return nil, fmt.Errorf("store: create run: %w", err)
 	}
 	return &Run{ID: id, PlanID: planID, PlanName: planName, Status: StatusRunning,
-		StartedAt: startedAt, PlanSpec: clone(planSpec)}, nil
+		StartedAt: startedAt, PlanSpec: clone(planSpec), Tags: []string{}}, nil
 }
 
 // AppendSample stores one second of a run and the run's running totals in one transaction, so
@@ -186,7 +198,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 	var rows []runRow
 	err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.plan_id, r.plan_name, r.status, r.started_at,
 			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.thresholds_ok, r.plan_spec,
-			m.data AS summary
+			r.notes, m.data AS summary
 		FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
 		WHERE r.id = ?`, id).Scan(&rows).Error
 	if err != nil {
@@ -196,7 +208,11 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 		return nil, fmt.Errorf("store: get run %d: %w", id, ErrNotFound)
 	}
 	r := rows[0].run()
-	return &r, nil
+	runs := []Run{r}
+	if err := fillTags(s.db.WithContext(ctx), runs); err != nil {
+		return nil, fmt.Errorf("store: get run %d: %w", id, err)
+	}
+	return &runs[0], nil
 }
 
 // RunHistogram returns the merged latency histogram stored with a run's summary: nil if it has
@@ -216,8 +232,8 @@ func (s *Store) RunHistogram(ctx context.Context, runID int64) ([]byte, error) {
 	return orNil(rows[0].Hist), nil
 }
 
-// ListRuns returns one page of the runs f selects, newest first, and how many runs it selects in
-// all. PlanSpec and Summary are left nil.
+// ListRuns returns one page of the runs f selects, in f's order (newest first by default), and
+// how many runs it selects in all. PlanSpec and Summary are left nil; Tags are filled.
 func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -225,6 +241,10 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error)
 	}
 	limit = min(limit, MaxRunLimit)
 	offset := max(f.Offset, 0)
+	order, err := f.orderBy()
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
+	}
 
 	q := s.db.WithContext(ctx).Table("runs")
 	if f.PlanID != 0 {
@@ -233,13 +253,31 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error)
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
+	if f.Tag != "" {
+		q = q.Where("id IN (SELECT run_id FROM run_tags WHERE tag = ?)", f.Tag)
+	}
+	if !f.From.IsZero() {
+		q = q.Where("started_at >= ?", f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		q = q.Where("started_at < ?", f.To.UTC())
+	}
+	switch f.Thresholds {
+	case "":
+	case ThresholdsPassed:
+		q = q.Where("thresholds_ok = 1")
+	case ThresholdsFailed:
+		q = q.Where("thresholds_ok = 0")
+	default:
+		return nil, 0, fmt.Errorf("store: list runs: thresholds filter %q is not passed or failed", f.Thresholds)
+	}
 	var total int64
 	if err := q.Session(&gorm.Session{}).Count(&total).Error; err != nil {
 		return nil, 0, fmt.Errorf("store: count runs: %w", err)
 	}
 	var rows []runRow
-	err := q.Session(&gorm.Session{}).Select(runListColumns).
-		Order("started_at DESC, id DESC").Limit(limit).Offset(offset).
+	err = q.Session(&gorm.Session{}).Select(runListColumns).
+		Order(order).Limit(limit).Offset(offset).
 		Scan(&rows).Error
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: list runs: %w", err)
@@ -247,6 +285,9 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error)
 	runs := make([]Run, len(rows))
 	for i, r := range rows {
 		runs[i] = r.run()
+	}
+	if err := fillTags(s.db.WithContext(ctx), runs); err != nil {
+		return nil, 0, fmt.Errorf("store: list runs: %w", err)
 	}
 	return runs, total, nil
 }

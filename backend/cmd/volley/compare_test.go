@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/store"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// seedDB stores runs of one plan: 40 seconds each, latencies lognormal around the given medians.
+func seedDB(t *testing.T, medians ...float64) (string, []int64) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "volley.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	spec := []byte(`{"name":"cli","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":5,"duration":"40s"}}`)
+	p, err := st.CreatePlan(ctx, "cli", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i, med := range medians {
+		started := time.Now().Add(time.Duration(i-10) * time.Minute)
+		r, err := st.CreateRun(ctx, p.ID, p.Name, spec, started)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(i)+1, 5))
+		merged := metrics.NewHist()
+		for sec := 1; sec <= 40; sec++ {
+			h := metrics.NewHist()
+			for range 300 {
+				_ = h.RecordValue(int64(med * 1000 * math.Exp(0.4*rng.NormFloat64())))
+			}
+			merged.Merge(h)
+			rps := 500 * (1 + 0.03*rng.NormFloat64())
+			data, _ := json.Marshal(metrics.Sample{ElapsedS: sec, RPS: rps, Requests: int64(rps), Latency: metrics.LatencyOf(h, 0),
+				Client: metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}})
+			enc, _ := metrics.EncodeHist(h)
+			if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: int64(sec), Data: data, Hist: []byte(enc)}, store.Progress{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sum, _ := json.Marshal(metrics.Summary{RPS: 500, DurationS: 40, Executor: "constant-vus", Latency: metrics.LatencyOf(merged, 0)})
+		enc, _ := metrics.EncodeHist(merged)
+		if err := st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(40*time.Second), store.Progress{}, sum, []byte(enc), ""); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	return path, ids
+}
+
+func writeSummary(t *testing.T, dir, name string, s metrics.Summary) string {
+	t.Helper()
+	b, _ := json.MarshalIndent(s, "", "  ")
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCompare runs `volley compare args…` as the binary would and returns its exit status and
+// output.
+func runCompare(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	c := compareCmd()
+	c.SilenceUsage, c.SilenceErrors = true, true // as under the root command
+	var out, errOut bytes.Buffer
+	c.SetOut(&out)
+	c.SetErr(&errOut)
+	c.SetArgs(args)
+	err := c.Execute()
+	code := 0
+	var ec exitCode
+	switch {
+	case errors.As(err, &ec):
+		code = int(ec)
+	case err != nil:
+		t.Fatalf("compare %v: %v", args, err)
+	}
+	return code, out.String(), errOut.String()
+}
+
+func TestCompareCommand(t *testing.T) {
+	db, ids := seedDB(t, 5, 5, 6.5) // baseline, same, 30 % slower
+	dir := t.TempDir()
+	sumA := writeSummary(t, dir, "a.json", metrics.Summary{Requests: 100, RPS: 1000, ErrorRate: 0, DurationS: 30, Executor: "constant-vus",
+		Latency: metrics.Latency{P50: 1, P90: 2, P95: 3, P99: 4, Max: 8}})
+	sumB := writeSummary(t, dir, "b.json", metrics.Summary{Requests: 100, RPS: 700, ErrorRate: 0.02, DurationS: 30, Executor: "constant-vus",
+		Latency: metrics.Latency{P50: 1, P90: 2, P95: 4.5, P99: 4, Max: 8}})
+	notSummary := filepath.Join(dir, "plan.json")
+	_ = os.WriteFile(notSummary, []byte(`{"name":"x"}`), 0o644)
+	id := func(i int) string { return fmt.Sprint(ids[i]) }
+	for _, c := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{"same runs", []string{id(0), id(1), "--db", db}, 0, []string{"no_change", "no regression", "p95", "tps"}, ""},
+		{"slower run", []string{id(0), id(2), "--db", db}, 1, []string{"REGRESSION", "99% CI [+", "regression(s)"}, ""},
+		{"three runs", []string{id(0), id(1), id(2), "--db", db}, 1, []string{"#" + id(1), "#" + id(2)}, ""},
+		{"summary files", []string{sumA, sumB}, 0, []string{"inconclusive", "+50.0%", "-30.0%", "summary only", "no per-second data"}, ""},
+		{"one run", []string{id(0), "--db", db}, 2, nil, "give 2 to 5 runs"},
+		{"six runs", []string{"1", "2", "3", "4", "5", "6", "--db", db}, 2, nil, "give 2 to 5 runs"},
+		{"mixed", []string{id(0), sumA, "--db", db}, 2, nil, "not both"},
+		{"missing run", []string{id(0), "999", "--db", db}, 2, nil, "run 999 is not in"},
+		{"duplicate", []string{id(0), id(0), "--db", db}, 2, nil, "listed twice"},
+		{"no database", []string{"1", "2", "--db", filepath.Join(dir, "nope.db")}, 2, nil, "no database file"},
+		{"missing file", []string{sumA, filepath.Join(dir, "nope.json")}, 2, nil, "no such file"},
+		{"not a summary", []string{sumA, notSummary}, 2, nil, "not a summary file"},
+		{"bad flag", []string{"--bogus", "1", "2"}, 2, nil, "unknown flag"},
+	} {
+		code, out, errOut := runCompare(t, c.args...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", c.name, code, c.code, out, errOut)
+			continue
+		}
+		for _, w := range c.stdout {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", c.name, w, out)
+			}
+		}
+		if c.stderr != "" && !strings.Contains(errOut, c.stderr) {
+			t.Errorf("%s: stderr %q lacks %q", c.name, errOut, c.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope.db")); err == nil {
+		t.Error("compare created a database file")
+	}
+}
+
+// `volley run --report` writes the report from memory: no database. The load goes to a loopback
+// test target for 2 s with 1 VU.
+func TestRunReportFlag(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	dir := t.TempDir()
+	planPath := filepath.Join(dir, "plan.json")
+	_ = os.WriteFile(planPath, []byte(fmt.Sprintf(`{"name":"report flag","requests":[{"name":"home","url":%q}],"load":{"executor":"constant-vus","vus":1,"duration":"2s"}}`, tg.URL)), 0o644)
+	for _, name := range []string{"report.html", "report.csv"} {
+		runReport = reportFile{} // the flag's state is package-level, as in the binary
+		reportPath := filepath.Join(dir, name)
+		c := runCmd()
+		c.SilenceUsage, c.SilenceErrors = true, true
+		var out, errOut bytes.Buffer
+		c.SetOut(&out)
+		c.SetErr(&errOut)
+		c.SetArgs([]string{planPath, "--quiet", "--report", reportPath})
+		if err := c.Execute(); err != nil {
+			t.Fatalf("run: %v\n%s", err, errOut.String())
+		}
+		b, err := os.ReadFile(reportPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch name {
+		case "report.html":
+			s := string(b)
+			if !strings.HasPrefix(s, "<!DOCTYPE html>") || !strings.Contains(s, "report flag") || strings.Count(s, "<polyline") != 5 || !strings.Contains(s, "home") {
+				t.Errorf("html report: %.500s", s)
+			}
+		case "report.csv":
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if len(lines) < 3 || !strings.HasPrefix(lines[0], "elapsed_s,t,requests") {
+				t.Errorf("csv report: %q", lines)
+			}
+		}
+	}
+	// An unwritable path fails before any load, with status 3, and leaves nothing behind.
+	runReport = reportFile{}
+	c := runCmd()
+	c.SilenceUsage, c.SilenceErrors = true, true
+	var errOut bytes.Buffer
+	c.SetErr(&errOut)
+	c.SetOut(&bytes.Buffer{})
+	c.SetArgs([]string{planPath, "--report", filepath.Join(dir, "missing", "r.html")})
+	before := tg.Requests()
+	var ec exitCode
+	if err := c.Execute(); !errors.As(err, &ec) || ec != exitCannotRun || !strings.Contains(errOut.String(), "cannot write the report") {
+		t.Errorf("unwritable report: %v %q", err, errOut.String())
+	}
+	if tg.Requests() != before {
+		t.Error("load was sent although the report could not be written")
+	}
+	runReport = reportFile{}
+}

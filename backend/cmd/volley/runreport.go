@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/report"
+)
+
+// runReport is `volley run --report FILE`: it keeps the run's seconds (without their histograms)
+// and writes a report from them and the summary — no database involved. The format follows the
+// file's extension: .json, .csv, else HTML.
+var runReport reportFile
+
+type reportFile struct {
+	path    string
+	mu      sync.Mutex // add runs on the engine's collector goroutine
+	samples []metrics.Sample
+}
+
+// flag registers --report on c and checks, before any load, that the file can be written (as
+// --out does), exiting with status 3 if not. The check neither truncates an existing file nor
+// leaves a new one behind: the report is written only once the run has ended.
+func (r *reportFile) flag(c *cobra.Command) {
+	c.Flags().StringVar(&r.path, "report", "", "write a report of the run to this file: HTML (one self-contained page), or .json / .csv by extension")
+	prev := c.PreRunE
+	c.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(cmd, args); err != nil {
+				return err
+			}
+		}
+		if r.path == "" {
+			return nil
+		}
+		if err := probeWritable(r.path); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "volley: cannot write the report: %v\n", err)
+			return exitCode(exitCannotRun)
+		}
+		return nil
+	}
+}
+
+func probeWritable(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	return os.Remove(path)
+}
+
+// add keeps one second for the report (a no-op without --report).
+func (r *reportFile) add(s metrics.Sample) {
+	if r.path == "" {
+		return
+	}
+	s.Hist, s.ByName = "", nil // the report needs neither; a long run stays small in memory
+	r.mu.Lock()
+	r.samples = append(r.samples, s)
+	r.mu.Unlock()
+}
+
+// write writes the report (a no-op without --report).
+func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool) error {
+	if r.path == "" {
+		return nil
+	}
+	r.mu.Lock()
+	samples := r.samples
+	r.mu.Unlock()
+	f, err := os.Create(r.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	meta := report.Meta{PlanName: p.Name, Status: "finished"}
+	if interrupted {
+		meta.Status = "stopped"
+	}
+	if len(samples) > 0 {
+		first, last := samples[0], samples[len(samples)-1]
+		start := time.UnixMilli(first.T).Add(-time.Duration(first.IntervalS * float64(time.Second)))
+		end := time.UnixMilli(last.T)
+		meta.StartedAt, meta.EndedAt = &start, &end
+	}
+	format := "html"
+	switch strings.ToLower(filepath.Ext(r.path)) {
+	case ".json":
+		format = "json"
+	case ".csv":
+		format = "csv"
+	}
+	if err := report.Write(f, format, report.Report{Meta: meta, Summary: sum, Samples: samples}); err != nil {
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,199 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/volley-load/volley/backend/internal/store"
+)
+
+// tagList is a run's tags; it is written as [] (never null) when there are none.
+type tagList []string
+
+func (t tagList) MarshalJSON() ([]byte, error) {
+	if t == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]string(t))
+}
+
+var runStatuses = []string{store.StatusRunning, store.StatusFinished, store.StatusStopped, store.StatusFailed, store.StatusInterrupted}
+
+func badRequest(format string, args ...any) *Error {
+	return errf(http.StatusBadRequest, "bad_request", format, args...)
+}
+
+// runFilter reads GET /api/runs' query: plan_id, status, tag, from, to, thresholds, sort, order,
+// limit, offset.
+func runFilter(c *gin.Context) (store.RunFilter, error) {
+	f := store.RunFilter{Status: c.Query("status"), Tag: c.Query("tag"), Thresholds: c.Query("thresholds"),
+		Sort: c.Query("sort"), Order: c.Query("order")}
+	for name, dst := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
+		if v := c.Query(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return f, badRequest("%s must be a non-negative integer", name)
+			}
+			*dst = n
+		}
+	}
+	if v := c.Query("plan_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return f, badRequest("plan_id must be a positive integer")
+		}
+		f.PlanID = n
+	}
+	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
+		return f, badRequest("status must be one of %s", strings.Join(runStatuses, ", "))
+	}
+	if f.Tag != "" && !store.ValidTag(f.Tag) {
+		return f, badRequest("tag %q is not a valid tag (1-%d characters of a-z, 0-9, '.', '_', '-')", f.Tag, store.MaxTagLen)
+	}
+	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
+		if v := c.Query(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return f, badRequest("%s must be an RFC 3339 time such as 2026-03-01T12:00:00Z", name)
+			}
+			*dst = t
+		}
+	}
+	switch f.Thresholds {
+	case "", store.ThresholdsPassed, store.ThresholdsFailed:
+	default:
+		return f, badRequest("thresholds must be passed or failed")
+	}
+	if f.Sort != "" && !slices.Contains(store.SortColumns, f.Sort) {
+		return f, badRequest("sort must be one of %s", strings.Join(store.SortColumns, ", "))
+	}
+	switch f.Order {
+	case "", "asc", "desc":
+	default:
+		return f, badRequest("order must be asc or desc")
+	}
+	return f, nil
+}
+
+// runPatch is PATCH /api/runs/:id's body; an absent (or null) field is left as it is, and tags
+// replace the run's set ([] clears it).
+type runPatch struct {
+	Notes *string   `json:"notes"`
+	Tags  *[]string `json:"tags"`
+}
+
+func (s *Server) patchRun(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return 0, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+	}
+	var p runPatch
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		e := badRequest("the body must be a JSON object with notes (a string) and/or tags (a list of strings): %v", err)
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}
+		}
+		return 0, nil, e
+	}
+	if dec.More() {
+		return 0, nil, badRequest("unexpected data after the JSON object")
+	}
+	fields := map[string]string{}
+	if p.Notes != nil && len(*p.Notes) > store.MaxNotesLen {
+		fields["notes"] = fmt.Sprintf("at most %d bytes", store.MaxNotesLen)
+	}
+	if p.Tags != nil {
+		for i, t := range *p.Tags {
+			if !store.ValidTag(t) {
+				fields[fmt.Sprintf("tags[%d]", i)] = fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-'", store.MaxTagLen)
+			}
+		}
+		uniq := slices.Compact(slices.Sorted(slices.Values(*p.Tags)))
+		if len(uniq) > store.MaxTags {
+			fields["tags"] = fmt.Sprintf("at most %d tags (got %d)", store.MaxTags, len(uniq))
+		}
+	}
+	if len(fields) > 0 {
+		e := badRequest("invalid notes or tags; see fields")
+		e.Fields = fields
+		return 0, nil, e
+	}
+	r, err := s.store.UpdateRunMeta(c.Request.Context(), id, p.Notes, p.Tags)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toRunDetail(r), nil
+}
+
+func (s *Server) previousRun(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
+		return 0, nil, err
+	}
+	r, err := s.store.PreviousRun(c.Request.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil, errf(http.StatusNotFound, "not_found", "run %d has no earlier run of its plan with a summary", id)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, toRunDetail(r), nil
+}
+
+// trendPoint is one run of a plan's trend chart.
+type trendPoint struct {
+	RunID        int64     `json:"run_id"`
+	StartedAt    time.Time `json:"started_at"`
+	DurationS    float64   `json:"duration_s"`
+	RPS          float64   `json:"rps"`
+	P95Ms        float64   `json:"p95_ms"`
+	ErrorRate    float64   `json:"error_rate"`
+	Status       string    `json:"status"`
+	ThresholdsOK *bool     `json:"thresholds_ok"`
+}
+
+func (s *Server) planTrend(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	limit := store.DefaultRunLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxRunLimit {
+			return 0, nil, badRequest("limit must be an integer from 1 to %d", store.MaxRunLimit)
+		}
+		limit = n
+	}
+	runs, err := s.store.PlanTrend(c.Request.Context(), id, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := struct {
+		Items []trendPoint `json:"items"`
+	}{Items: make([]trendPoint, len(runs))}
+	for i, r := range runs {
+		out.Items[i] = trendPoint{RunID: r.ID, StartedAt: r.StartedAt, DurationS: r.DurationS, RPS: r.RPS, P95Ms: r.P95Ms,
+			ErrorRate: r.ErrorRate, Status: r.Status, ThresholdsOK: r.ThresholdsOK}
+	}
+	return http.StatusOK, out, nil
+}

@@ -1,0 +1,106 @@
+// Package report exports one run as a file: JSON (run, summary and every second), CSV (one row
+// per second) or a single self-contained HTML page (inline CSS and SVG charts drawn here, no
+// script, no external request) for sharing a result with someone who has no Volley.
+//
+// It works from a Summary and the per-second Samples alone, so both the server (from the
+// database) and `volley run --report` (from memory, no database) use it.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+)
+
+// Meta is what the HTML page says about the run besides its summary; every field is optional.
+type Meta struct {
+	RunID     int64
+	PlanName  string
+	Status    string
+	StartedAt *time.Time
+	EndedAt   *time.Time
+	Notes     string
+	Tags      []string
+	Error     string
+}
+
+// Report is one run to export.
+type Report struct {
+	// Run is the JSON export's "run" object (the API's Run); nil is written as null.
+	Run     any
+	Meta    Meta
+	Summary *metrics.Summary // nil while the run has not ended
+	Samples []metrics.Sample // in time order
+}
+
+// Formats and their file extensions and media types.
+var (
+	Formats    = []string{"json", "csv", "html"}
+	MediaTypes = map[string]string{
+		"json": "application/json; charset=utf-8",
+		"csv":  "text/csv; charset=utf-8",
+		"html": "text/html; charset=utf-8",
+	}
+)
+
+// Filename is the download name of run id's report in format ext: volley-run-<id>.<ext>.
+func Filename(id int64, ext string) string { return fmt.Sprintf("volley-run-%d.%s", id, ext) }
+
+// Write writes r in format ("json", "csv" or "html").
+func Write(w io.Writer, format string, r Report) error {
+	switch format {
+	case "json":
+		return WriteJSON(w, r)
+	case "csv":
+		return WriteCSV(w, r.Samples)
+	case "html":
+		return WriteHTML(w, r)
+	}
+	return fmt.Errorf("report: unknown format %q (json, csv or html)", format)
+}
+
+// WriteJSON writes {"run": …, "summary": …, "samples": […]}.
+func WriteJSON(w io.Writer, r Report) error {
+	samples := r.Samples
+	if samples == nil {
+		samples = []metrics.Sample{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Run     any              `json:"run"`
+		Summary *metrics.Summary `json:"summary"`
+		Samples []metrics.Sample `json:"samples"`
+	}{r.Run, r.Summary, samples})
+}
+
+// CSVHeader is the CSV export's header. t is the end of the second in unix milliseconds; the
+// latency columns are milliseconds; cpu_percent is of one core.
+var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
+	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
+
+// WriteCSV writes one row per second under CSVHeader.
+func WriteCSV(w io.Writer, samples []metrics.Sample) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, s := range samples {
+		l := s.Latency
+		row := []string{strconv.Itoa(s.ElapsedS), strconv.FormatInt(s.T, 10), strconv.FormatInt(s.Requests, 10),
+			f(s.RPS), strconv.FormatInt(s.Errors, 10), f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.Max),
+			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
+			strconv.FormatBool(s.GeneratorBound)}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
