@@ -1,6 +1,15 @@
 // The API client. Every failure — network, HTTP error, malformed body — becomes an ApiError with a
 // human-readable message, so pages can always show something instead of a blank screen.
-import type { ListResponse, Plan, PlanSpec, Run, Sample } from './types';
+import type {
+  CompareResponse,
+  DistributionResponse,
+  ListResponse,
+  Plan,
+  PlanSpec,
+  Run,
+  SamplesResponse,
+  TrendPoint,
+} from './types';
 
 export class ApiError extends Error {
   /** HTTP status; 0 when the server could not be reached. */
@@ -102,8 +111,23 @@ function qs(params: Record<string, string | number | undefined | null>): string 
 export interface RunQuery {
   plan_id?: number | string;
   status?: string;
+  tag?: string;
+  /** RFC 3339: started_at ≥ from. */
+  from?: string;
+  /** RFC 3339: started_at < to. */
+  to?: string;
+  thresholds?: 'passed' | 'failed' | '';
+  sort?: string;
+  order?: 'asc' | 'desc' | '';
   limit?: number;
   offset?: number;
+}
+
+export type ReportFormat = 'json' | 'csv' | 'html';
+
+/** reportURL is the download address of a run's report (Content-Disposition: attachment). */
+export function reportURL(id: number | string, format: ReportFormat): string {
+  return `/api/runs/${id}/report?format=${format}`;
 }
 
 export const api = {
@@ -118,8 +142,17 @@ export const api = {
   getRun: (id: number | string, signal?: AbortSignal) => request<Run>('GET', `/api/runs/${id}`, undefined, signal),
   stopRun: (id: number | string) => request<Run>('POST', `/api/runs/${id}/stop`),
   deleteRun: (id: number | string) => request<void>('DELETE', `/api/runs/${id}`),
-  samples: (id: number | string, signal?: AbortSignal) =>
-    request<{ items: Sample[] }>('GET', `/api/runs/${id}/samples`, undefined, signal),
+  /** Samples in time order; with `points`, at most that many (the server downsamples with LTTB). */
+  samples: (id: number | string, points?: number, signal?: AbortSignal) =>
+    request<SamplesResponse>('GET', `/api/runs/${id}/samples${qs({ points })}`, undefined, signal),
+  patchRun: (id: number | string, patch: { notes?: string; tags?: string[] }) => request<Run>('PATCH', `/api/runs/${id}`, patch),
+  previousRun: (id: number | string) => request<Run>('GET', `/api/runs/${id}/previous`),
+  distribution: (id: number | string, signal?: AbortSignal) =>
+    request<DistributionResponse>('GET', `/api/runs/${id}/distribution`, undefined, signal),
+  planTrend: (planId: number | string, limit = 50, signal?: AbortSignal) =>
+    request<{ items: TrendPoint[] }>('GET', `/api/plans/${planId}/trend${qs({ limit })}`, undefined, signal),
+  compare: (ids: readonly (number | string)[], baseline?: number | string, points?: number, signal?: AbortSignal) =>
+    request<CompareResponse>('GET', `/api/compare?ids=${ids.map((x) => encodeURIComponent(String(x))).join(',')}${qs({ baseline, points }).replace('?', '&')}`, undefined, signal),
 };
 
 /** activeRun returns the run currently running, if any (used to link to it after a 409). */

@@ -1,33 +1,54 @@
-// Number, time and size formatting for tables and tiles.
+// Number, time and size formatting for tables and tiles, in the UI's language: numbers and dates
+// go through Intl with the current locale (lib/i18n), units through the dictionaries. The English
+// output is the one the tests and the end-to-end test read ("1,234", "1.5 %", "1.27 cores").
+import { intlLocale, t, tn } from './i18n.svelte';
 
-const intFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const nfCache = new Map<string, Intl.NumberFormat>();
+
+/** nf is a cached Intl.NumberFormat of the current locale with at most `digits` decimals. */
+export function nf(digits: number, extra: Intl.NumberFormatOptions = {}): Intl.NumberFormat {
+  const loc = intlLocale();
+  const key = `${loc}|${digits}|${JSON.stringify(extra)}`;
+  let f = nfCache.get(key);
+  if (!f) {
+    f = new Intl.NumberFormat(loc, { maximumFractionDigits: digits, ...extra });
+    nfCache.set(key, f);
+  }
+  return f;
+}
+
+/** fmtDecimals formats with `decimals` and never prints "-0". */
+function fmtDecimals(n: number, decimals: number): string {
+  const s = nf(decimals).format(n);
+  return /^-0([.,]0*)?$/.test(s) ? s.slice(1) : s;
+}
 
 export function fmtInt(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';
-  return intFmt.format(Math.round(n));
+  return fmtDecimals(Math.round(n), 0);
 }
 
 /** fmtNum prints with a precision that suits the magnitude (1234 → "1,234", 12.34 → "12.3", 0.123 → "0.123"). */
 export function fmtNum(n: number | null | undefined, maxDigits = 3): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';
   const a = Math.abs(n);
-  if (a >= 1000) return intFmt.format(Math.round(n));
+  if (a >= 1000) return fmtDecimals(Math.round(n), 0);
   if (a === 0) return '0';
   const decimals = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : maxDigits;
-  return Number(n.toFixed(decimals)).toString();
+  return fmtDecimals(n, decimals);
 }
 
 export function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—';
-  return `${fmtNum(ms)} ms`;
+  return t('unit.ms', { n: fmtNum(ms) });
 }
 
 export function fmtPct(fraction: number | null | undefined): string {
   if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return '—';
   const p = fraction * 100;
-  if (p === 0) return '0 %';
-  if (p < 0.01) return '<0.01 %';
-  return `${Number(p.toFixed(p >= 10 ? 1 : 2))} %`;
+  if (p === 0) return t('unit.pct', { n: '0' });
+  if (p > 0 && p < 0.01) return t('unit.pct', { n: '<' + fmtDecimals(0.01, 2) });
+  return t('unit.pct', { n: fmtDecimals(p, Math.abs(p) >= 10 ? 1 : 2) });
 }
 
 export function fmtBytes(n: number | null | undefined): string {
@@ -39,7 +60,7 @@ export function fmtBytes(n: number | null | undefined): string {
     v /= 1024;
     i++;
   }
-  return `${i === 0 ? v : fmtNum(v)} ${units[i]}`;
+  return `${i === 0 ? fmtInt(v) : fmtNum(v)} ${units[i]}`;
 }
 
 export function fmtMiB(bytes: number | null | undefined): string {
@@ -50,13 +71,13 @@ export function fmtMiB(bytes: number | null | undefined): string {
 /** fmtDuration prints seconds as "45.2 s", "3m 05s", "1h 02m". */
 export function fmtDuration(s: number | null | undefined): string {
   if (s === null || s === undefined || !Number.isFinite(s)) return '—';
-  if (s < 60) return `${Number(s.toFixed(s < 10 ? 2 : 1))} s`;
+  if (s < 60) return t('unit.s', { n: fmtDecimals(s, s < 10 ? 2 : 1) });
   const total = Math.round(s);
   const h = Math.floor(total / 3600);
   const m = Math.floor((total % 3600) / 60);
   const sec = total % 60;
-  if (h > 0) return `${h}h ${String(m).padStart(2, '0')}m`;
-  return `${m}m ${String(sec).padStart(2, '0')}s`;
+  if (h > 0) return t('unit.hm', { h, m: String(m).padStart(2, '0') });
+  return t('unit.minsec', { m, s: String(sec).padStart(2, '0') });
 }
 
 /**
@@ -65,7 +86,7 @@ export function fmtDuration(s: number | null | undefined): string {
  */
 export function tzLabel(d: Date = new Date()): string {
   try {
-    const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' })
+    const part = new Intl.DateTimeFormat(intlLocale(), { timeZoneName: 'short' })
       .formatToParts(d)
       .find((p) => p.type === 'timeZoneName');
     if (part?.value) return part.value;
@@ -79,16 +100,51 @@ export function tzLabel(d: Date = new Date()): string {
   return `UTC${sign}${Math.floor(a / 60)}${a % 60 ? ':' + String(a % 60).padStart(2, '0') : ''}`;
 }
 
+const dtCache = new Map<string, Intl.DateTimeFormat>();
+
+function dtf(opts: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+  const loc = intlLocale();
+  const key = `${loc}|${JSON.stringify(opts)}`;
+  let f = dtCache.get(key);
+  if (!f) {
+    f = new Intl.DateTimeFormat(loc, opts);
+    dtCache.set(key, f);
+  }
+  return f;
+}
+
+const DATE_TIME: Intl.DateTimeFormatOptions = {
+  year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+};
+
+/** fmtShortDateTime prints a Date with Intl in the current locale, for chart axes: "Nov 29, 23:46", "11月29日 23:46". */
+export function fmtShortDateTime(d: Date): string {
+  return dtf({ month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d);
+}
+
+/** Intl pieces for time axes: the day ("Nov 29" / "11月29日"), the time ("23:46"), with seconds ("23:46:05"). */
+export const axisTime = {
+  date: (d: Date) => dtf({ month: 'short', day: 'numeric' }).format(d),
+  time: (d: Date) => dtf({ hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(d),
+  timeSec: (d: Date) => dtf({ hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(d),
+};
+
 /**
- * fmtTime prints an RFC 3339 time on the browser's clock, e.g. "2026-11-29 23:46:05"; with
+ * fmtTime prints an RFC 3339 time on the browser's clock: "2026-11-29 23:46:05" in English (ISO
+ * order, unambiguous), the locale's Intl form in other languages ("2026/11/29 23:46:05"); with
  * `{ zone: true }` the time zone follows ("2026-11-29 23:46:05 GMT+1").
  */
 export function fmtTime(iso: string | null | undefined, opts: { zone?: boolean } = {}): string {
   if (!iso) return '—';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  const p = (n: number) => String(n).padStart(2, '0');
-  const s = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  let s: string;
+  if (intlLocale() === 'en-US') {
+    const p = (n: number) => String(n).padStart(2, '0');
+    s = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  } else {
+    s = dtf(DATE_TIME).format(d);
+  }
   return opts.zone ? `${s} ${tzLabel(d)}` : s;
 }
 
@@ -101,13 +157,13 @@ export function fmtClock(iso: string | null | undefined): string {
 /** fmtAgo prints how long ago a time was ("12 s ago", "3 min ago", "2 d ago"). */
 export function fmtAgo(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return '—';
-  const t = new Date(iso).getTime();
-  if (Number.isNaN(t)) return iso;
-  const s = Math.max(0, Math.round((now - t) / 1000));
-  if (s < 60) return `${s} s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return `${Math.floor(s / 86400)} d ago`;
+  const at = new Date(iso).getTime();
+  if (Number.isNaN(at)) return iso;
+  const s = Math.max(0, Math.round((now - at) / 1000));
+  if (s < 60) return t('ago.s', { n: s });
+  if (s < 3600) return t('ago.min', { n: Math.floor(s / 60) });
+  if (s < 86400) return t('ago.h', { n: Math.floor(s / 3600) });
+  return t('ago.d', { n: Math.floor(s / 86400) });
 }
 
 /**
@@ -117,13 +173,14 @@ export function fmtAgo(iso: string | null | undefined, now = Date.now()): string
 export function fmtCores(cpuPercent: number | null | undefined): string {
   if (cpuPercent === null || cpuPercent === undefined || !Number.isFinite(cpuPercent)) return '—';
   const c = cpuPercent / 100;
-  const text = c === 0 ? '0' : Number(c.toFixed(c >= 10 ? 1 : 2)).toString();
-  return `${text} ${c === 1 ? 'core' : 'cores'}`;
+  const text = c === 0 ? '0' : fmtDecimals(c, c >= 10 ? 1 : 2);
+  return tn('unit.cores', c, { n: text });
 }
 
 /** The tooltip of every CPU figure of the load generator. */
-export const CPU_TOOLTIP =
-  'CPU time of the Volley process, in cores: 1 core = 100 % of one core (the server reports percent of one core, so 200 % = two cores busy).';
+export function cpuTooltip(): string {
+  return t('cpu.tooltip');
+}
 
 /** thresholdMetric tells which metric a threshold expression tests (k6 syntax: p(95)<200ms, error_rate<1%, rps>100). */
 export function thresholdMetric(expr: string): 'latency' | 'error_rate' | 'rps' | 'other' {
@@ -137,9 +194,9 @@ export function thresholdMetric(expr: string): 'latency' | 'error_rate' | 'rps' 
 /** fmtPrecisePct prints a fraction as a percentage with up to 3 significant digits (0.0123 → "1.23 %", 0.00045 → "0.045 %"). */
 export function fmtPrecisePct(fraction: number): string {
   const p = fraction * 100;
-  if (p === 0) return '0 %';
-  const text = Math.abs(p) >= 100 ? p.toFixed(0) : Number(p.toPrecision(3)).toString();
-  return `${text} %`;
+  if (p === 0) return t('unit.pct', { n: '0' });
+  const text = Math.abs(p) >= 100 ? fmtDecimals(p, 0) : nf(20, { maximumSignificantDigits: 3 }).format(p);
+  return t('unit.pct', { n: text });
 }
 
 /**
@@ -148,14 +205,14 @@ export function fmtPrecisePct(fraction: number): string {
  * had no data — e.g. a latency threshold when no response arrived — and prints "no data".
  */
 export function fmtThresholdValue(expr: string, value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return 'no data';
+  if (value === null || value === undefined || !Number.isFinite(value)) return t('common.noData');
   switch (thresholdMetric(expr)) {
     case 'error_rate':
       return fmtPrecisePct(value);
     case 'latency':
       return fmtMs(value);
     case 'rps':
-      return `${fmtNum(value)} req/s`;
+      return t('unit.reqps', { n: fmtNum(value) });
     default:
       return fmtNum(value);
   }

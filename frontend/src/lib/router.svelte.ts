@@ -1,5 +1,5 @@
-// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id (a query string after the
-// path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
+// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1
+// (a query string after the path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
 
 export type Route =
   | { name: 'plans' }
@@ -7,6 +7,7 @@ export type Route =
   | { name: 'plan-edit'; id: string }
   | { name: 'runs'; query: URLSearchParams }
   | { name: 'run'; id: string }
+  | { name: 'compare'; query: URLSearchParams }
   | { name: 'not-found'; path: string };
 
 /** parseHash maps a location.hash to a route. An empty hash is the plans page. */
@@ -26,6 +27,7 @@ export function parseHash(hash: string): Route {
     if (parts.length === 1) return { name: 'runs', query };
     if (parts.length === 2 && /^\d+$/.test(parts[1])) return { name: 'run', id: parts[1] };
   }
+  if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', query };
   return { name: 'not-found', path: h };
 }
 

@@ -2,6 +2,8 @@
 // the knee — the lowest level that reaches 95 % of the sweep's best throughput — unless the best
 // throughput came at the last level (the sweep never saturated anything).
 import type { SweepRow } from './types';
+import { t, tn } from './i18n.svelte';
+import { fmtInt } from './format';
 
 /** kneeIndex is the index of the knee row, or -1 when there is none. */
 export function kneeIndex(rows: readonly SweepRow[]): number {
@@ -10,11 +12,11 @@ export function kneeIndex(rows: readonly SweepRow[]): number {
 
 /** kneeSentence says in one sentence what the sweep found. */
 export function kneeSentence(rows: readonly SweepRow[]): string {
-  if (rows.length === 0) return 'The sweep ended before its first level finished.';
+  if (rows.length === 0) return t('sweep.none');
   const k = kneeIndex(rows);
   if (k >= 0) {
     const n = rows[k].vus;
-    return `The knee is at ${n.toLocaleString('en-US')} ${n === 1 ? 'VU' : 'VUs'}: more concurrency adds latency, not throughput.`;
+    return t('sweep.knee', { vus: tn('unit.vus', n, { n: fmtInt(n) }) });
   }
-  return 'No knee: throughput still grew at the last level.';
+  return t('sweep.noKnee');
 }

@@ -162,6 +162,10 @@ export interface Summary {
   client?: { cpu_percent_avg?: number; cpu_percent_max?: number; rss_bytes_max?: number };
   thresholds?: ThresholdResult[];
   by_name?: Record<string, { requests: number; errors: number; latency_ms?: Partial<Latency> }>;
+  /** One row per (request, check): how often the check passed and failed. */
+  checks?: CheckResult[] | null;
+  /** Why the run ended early (a threshold with abort_on_fail); empty otherwise. */
+  aborted?: string;
   /** Capacity table of a concurrency-sweep run. */
   sweep?: SweepRow[];
   executor?: string;
@@ -189,6 +193,98 @@ export interface Run {
   thresholds_ok?: boolean | null;
   summary?: Summary | null;
   plan?: PlanSpec;
+  /** Free text kept with the run (PATCH /api/runs/:id). */
+  notes?: string;
+  /** Sorted labels, 1–40 characters of a-z 0-9 . _ - (at most 20). */
+  tags?: string[];
+}
+
+export interface CheckResult {
+  request: string;
+  check: string;
+  passes: number;
+  fails: number;
+}
+
+/** GET /api/runs/:id/samples?points=N: the server picks at most N seconds (LTTB) when there are more. */
+export interface SamplesResponse {
+  items: Sample[];
+  downsampled?: boolean;
+  /** Seconds stored (when downsampled, more than items.length). */
+  total?: number;
+}
+
+/** One point of the latency-by-percentile curve; percentile 100 is the maximum. */
+export interface DistributionPoint {
+  percentile: number;
+  value_ms: number;
+}
+
+export interface DistributionResponse {
+  items: DistributionPoint[];
+  count?: number;
+  source?: string;
+}
+
+/** One run of a plan's trend (GET /api/plans/:id/trend), oldest first. */
+export interface TrendPoint {
+  run_id: number;
+  started_at: string;
+  duration_s?: number;
+  rps: number;
+  p95_ms: number;
+  error_rate: number;
+  status: string;
+  thresholds_ok?: boolean | null;
+}
+
+export type Verdict = 'regression' | 'improvement' | 'no_change' | 'inconclusive' | 'baseline';
+
+export interface CompareValue {
+  run_id: number;
+  label?: string;
+  value: number | null;
+  delta?: number | null;
+  delta_pct?: number | null;
+  verdict: Verdict | string;
+  p_value?: number;
+  /** 99 % confidence interval of the difference (run − baseline), in the metric's unit. */
+  ci?: [number, number];
+  /** Usable seconds behind the test. */
+  n?: number;
+  reason?: string;
+}
+
+export interface CompareMetric {
+  /** "tps" (the contract draft said "rps"), "p50" … "max", "error_rate", "cpu_percent", "rss_bytes". */
+  metric: string;
+  /** "req/s", "ms", "fraction", "% of one core", "bytes". */
+  unit: string;
+  higher_is_better: boolean;
+  test?: string;
+  floor_pct?: number;
+  floor_abs?: number;
+  values: CompareValue[];
+}
+
+/** A warning: the server sends {code, run_id, message}; plain strings are accepted too. */
+export type CompareWarning = string | { code?: string; run_id?: number; message: string };
+
+export interface CompareSeconds {
+  run_id: number;
+  stored: number;
+  usable: number;
+  generator_bound: number;
+}
+
+export interface CompareResponse {
+  runs: Run[];
+  baseline: number;
+  metrics: CompareMetric[];
+  warnings?: CompareWarning[] | null;
+  seconds?: CompareSeconds[];
+  /** Per run id (as a string key), its (downsampled) samples in time order. */
+  series?: Record<string, Sample[]>;
 }
 
 export interface ListResponse<T> {

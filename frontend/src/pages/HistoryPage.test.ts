@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { render, waitFor } from '@testing-library/svelte';
+import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import HistoryPage from './HistoryPage.svelte';
 
 afterEach(() => {
@@ -25,22 +25,25 @@ function runs(from: number, n: number) {
 describe('HistoryPage', () => {
   it('lists runs with their ids, filters by plan and pages with limit/offset', async () => {
     const f = vi.fn(async (url: string) => {
-      const body = url.startsWith('/api/plans')
-        ? { items: [{ id: 1, name: 'static page' }], total: 1 }
-        : { items: runs(60, 25), total: 60 };
+      const body = url.startsWith('/api/plans/1/trend')
+        ? { items: [] }
+        : url.startsWith('/api/plans')
+          ? { items: [{ id: 1, name: 'static page' }], total: 1 }
+          : { items: runs(120, 50), total: 120 };
       return new Response(JSON.stringify(body), { status: 200 });
     });
     vi.stubGlobal('fetch', f);
-    const { container } = render(HistoryPage, { query: new URLSearchParams('plan_id=1&offset=25') });
-    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(25));
+    const { container } = render(HistoryPage, { query: new URLSearchParams('plan_id=1&offset=50') });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(50));
     const first = container.querySelector('[data-testid=run-row]')!;
-    expect(first.getAttribute('data-run-id')).toBe('60');
+    expect(first.getAttribute('data-run-id')).toBe('120');
     expect(first.textContent).toContain('1.5 %');
-    expect(f.mock.calls.map((c) => c[0])).toContain('/api/runs?plan_id=1&limit=25&offset=25');
-    expect(container.textContent).toContain('26–50 of 60');
+    expect(f.mock.calls.map((c) => c[0])).toContain('/api/runs?plan_id=1&limit=50&offset=50');
+    expect(f.mock.calls.map((c) => c[0])).toContain('/api/plans/1/trend?limit=50');
+    expect(container.textContent).toContain('51–100 of 120');
 
     (container.querySelector('[data-testid=next-page]') as HTMLButtonElement).click();
-    expect(location.hash).toBe('#/runs?plan_id=1&offset=50');
+    expect(location.hash).toBe('#/runs?plan_id=1&offset=100');
   });
 
   it('shows the failure when the runs cannot be loaded', async () => {
@@ -66,5 +69,92 @@ describe('HistoryPage', () => {
     expect(marks).toEqual(['✓ pass', '✗ fail', '—', '—']);
     expect(container.querySelector('[data-testid=run-row]')!.textContent).toContain('49');
     expect(container.querySelector('[data-testid=run-row]')!.textContent).not.toContain('49.0098');
+  });
+});
+
+describe('HistoryPage, filters in the URL, compare and delete', () => {
+  function stubRuns(items: Record<string, unknown>[] = runs(9, 4).map((r) => ({ ...r, status: 'finished', tags: r.id === 9 ? ['baseline'] : [] }))) {
+    const f = vi.fn(async (url: string, init: RequestInit = {}) => {
+      if (init.method === 'DELETE') return new Response(null, { status: 204 });
+      if (url.startsWith('/api/plans/')) return new Response(JSON.stringify({ items: [] }), { status: 200 });
+      if (url.startsWith('/api/plans')) return new Response(JSON.stringify({ items: [{ id: 1, name: 'static page' }], total: 1 }), { status: 200 });
+      return new Response(JSON.stringify({ items, total: items.length }), { status: 200 });
+    });
+    vi.stubGlobal('fetch', f);
+    return f;
+  }
+
+  it('sends every filter of the URL to the API and shows them in the controls', async () => {
+    const f = stubRuns();
+    const { container } = render(HistoryPage, {
+      query: new URLSearchParams('status=finished&tag=baseline&from=2026-11-01&to=2026-11-02&thresholds=failed&sort=p95_ms&order=asc'),
+    });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(4));
+    const url = new URL(String(f.mock.calls.find((c) => String(c[0]).startsWith('/api/runs'))![0]), 'http://x');
+    const p = Object.fromEntries(url.searchParams);
+    expect(p).toMatchObject({ status: 'finished', tag: 'baseline', thresholds: 'failed', sort: 'p95_ms', order: 'asc', limit: '50' });
+    expect(new Date(p.from).getTime()).toBe(new Date(2026, 10, 1).getTime());
+    expect(new Date(p.to).getTime()).toBe(new Date(2026, 10, 3).getTime());
+    expect((container.querySelector('#filter-status') as HTMLSelectElement).value).toBe('finished');
+    expect((container.querySelector('#filter-tag') as HTMLInputElement).value).toBe('baseline');
+    expect((container.querySelector('#filter-from') as HTMLInputElement).value).toBe('2026-11-01');
+    expect((container.querySelector('#filter-thresholds') as HTMLSelectElement).value).toBe('failed');
+    expect(container.querySelector('th[aria-sort=ascending] [data-sort=p95_ms]')).not.toBeNull();
+  });
+
+  it('writes filter and sort changes into the hash, back on the first page', async () => {
+    stubRuns();
+    const { container } = render(HistoryPage, { query: new URLSearchParams('plan_id=1&offset=50') });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(4));
+    await fireEvent.click(container.querySelector('[data-sort=rps]')!);
+    expect(location.hash).toBe('#/runs?plan_id=1&sort=rps&order=desc');
+    const th = container.querySelector('#filter-thresholds') as HTMLSelectElement;
+    th.value = 'passed';
+    await fireEvent.change(th);
+    expect(location.hash).toBe('#/runs?plan_id=1&thresholds=passed');
+    const tag = container.querySelector('#filter-tag') as HTMLInputElement;
+    await fireEvent.input(tag, { target: { value: 'Nightly' } });
+    await fireEvent.keyDown(tag, { key: 'Enter' });
+    expect(location.hash).toBe('#/runs?plan_id=1&tag=nightly');
+    const from = container.querySelector('#filter-from') as HTMLInputElement;
+    await fireEvent.change(from, { target: { value: '2026-11-29' } });
+    expect(location.hash).toBe('#/runs?plan_id=1&from=2026-11-29');
+    // a tag chip filters by its tag
+    await fireEvent.click(container.querySelector('[data-testid=run-row] [data-tag=baseline]')!);
+    expect(location.hash).toBe('#/runs?plan_id=1&tag=baseline');
+  });
+
+  it('selects 2–5 runs and opens the compare page with them', async () => {
+    stubRuns(runs(9, 7).map((r) => ({ ...r, status: 'finished' })));
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(7));
+    const boxes = [...container.querySelectorAll('[data-testid=select-run]')] as HTMLInputElement[];
+    const btn = container.querySelector('[data-testid=compare-selected]') as HTMLButtonElement;
+    expect(btn.disabled).toBe(true);
+    await fireEvent.click(boxes[0]);
+    expect(btn.disabled).toBe(true);
+    expect(btn.textContent).toContain('Compare (1)');
+    for (const b of boxes.slice(1, 5)) await fireEvent.click(b);
+    expect(btn.textContent).toContain('Compare (5)');
+    expect(boxes[5].disabled).toBe(true); // at most 5
+    await fireEvent.click(btn);
+    expect(location.hash).toBe('#/compare?ids=5,6,7,8,9&baseline=5');
+  });
+
+  it('deletes a run after confirmation in a dialog', async () => {
+    const f = stubRuns();
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(4));
+    await fireEvent.click(container.querySelector('[data-run-id="8"] [data-testid=delete-run-row]')!);
+    expect(container.querySelector('[data-testid=confirm-dialog]')!.textContent).toContain('Delete run #8?');
+    await fireEvent.click(container.querySelector('[data-testid=confirm-cancel]')!);
+    expect(container.querySelector('[data-testid=confirm-dialog]')).toBeNull();
+    expect(f.mock.calls.some((c) => (c[1] as RequestInit | undefined)?.method === 'DELETE')).toBe(false);
+
+    await fireEvent.click(container.querySelector('[data-run-id="8"] [data-testid=delete-run-row]')!);
+    await fireEvent.click(container.querySelector('[data-testid=confirm-ok]')!);
+    await waitFor(() => expect(container.querySelector('[data-testid=confirm-dialog]')).toBeNull());
+    const del = f.mock.calls.find((c) => (c[1] as RequestInit | undefined)?.method === 'DELETE')!;
+    expect(del[0]).toBe('/api/runs/8');
   });
 });

@@ -1,0 +1,37 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { fireEvent, render, waitFor } from '@testing-library/svelte';
+import App from './App.svelte';
+import { setLocale, STORAGE_KEY } from './lib/i18n.svelte';
+
+afterEach(() => {
+  setLocale('en');
+  vi.unstubAllGlobals();
+  location.hash = '';
+});
+
+describe('App', () => {
+  it('switches the language from the nav bar and remembers it', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
+    location.hash = '#/runs';
+    const { container } = render(App);
+    const nav = () => container.querySelector('.topbar nav')!.textContent;
+    await waitFor(() => expect(container.querySelector('h1')?.textContent).toBe('History'));
+    expect(nav()).toContain('Plans');
+
+    const sw = container.querySelector('[data-testid=lang-switch]') as HTMLSelectElement;
+    expect(sw.value).toBe('en');
+    sw.value = 'zh-CN';
+    await fireEvent.change(sw);
+    await waitFor(() => expect(container.querySelector('h1')?.textContent).toBe('历史记录'));
+    expect(nav()).toContain('测试计划');
+    expect(localStorage.getItem(STORAGE_KEY)).toBe('zh-CN');
+    expect((container.querySelector('[data-testid=lang-switch]') as HTMLSelectElement).value).toBe('zh-CN');
+  });
+
+  it('routes #/compare to the compare page', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
+    location.hash = '#/compare';
+    const { container } = render(App);
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-empty]')).not.toBeNull());
+  });
+});

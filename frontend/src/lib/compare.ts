@@ -1,0 +1,164 @@
+// The compare page's logic, kept out of the component so it is tested without a browser: the URL
+// (#/compare?ids=1,2&baseline=1), the overlay of 2–5 runs' series on one elapsed-time axis, and
+// how a delta-table cell is printed (value, Δ, Δ %, verdict, and the test behind it).
+import type { CompareMetric, CompareResponse, CompareValue, CompareWarning, Sample } from './types';
+import { fmtBytes, fmtCores, fmtInt, fmtMs, fmtNum, fmtPrecisePct, nf } from './format';
+import { t, tx } from './i18n.svelte';
+import { hasLatencyData } from './format';
+import { COMPARE_MAX } from './history';
+
+/** One colour per compared run, in order (the baseline keeps its colour when the order changes). */
+export const RUN_COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
+
+export const VERDICTS = ['regression', 'improvement', 'no_change', 'inconclusive', 'baseline'] as const;
+
+export interface CompareQuery {
+  ids: number[];
+  baseline: number | null;
+}
+
+/** parseCompareQuery reads ids (distinct positive integers, in the given order) and the baseline. */
+export function parseCompareQuery(q: URLSearchParams): CompareQuery {
+  const ids: number[] = [];
+  for (const part of (q.get('ids') ?? '').split(',')) {
+    const s = part.trim();
+    if (!/^\d+$/.test(s)) continue;
+    const n = Number(s);
+    if (n > 0 && !ids.includes(n)) ids.push(n);
+  }
+  const b = Number.parseInt(q.get('baseline') ?? '', 10);
+  return { ids, baseline: Number.isFinite(b) && ids.includes(b) ? b : null };
+}
+
+export function compareQueryString(ids: readonly number[], baseline: number | null): string {
+  return `/compare?ids=${ids.join(',')}${baseline !== null && ids.includes(baseline) ? `&baseline=${baseline}` : ''}`;
+}
+
+export function validCount(n: number): boolean {
+  return n >= 2 && n <= COMPARE_MAX;
+}
+
+/** A per-second figure of a sample for an overlay chart; null = no value (a gap). */
+export type Pick = (s: Sample) => number | null;
+
+const fin = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+export const PICKS: Record<'tps' | 'p95' | 'p99' | 'errors' | 'cpu' | 'vus', Pick> = {
+  tps: (s) => fin(s.rps),
+  p95: (s) => (hasLatencyData(s.latency_ms, s.status_codes) ? fin(s.latency_ms?.p95) : null),
+  p99: (s) => (hasLatencyData(s.latency_ms, s.status_codes) ? fin(s.latency_ms?.p99) : null),
+  errors: (s) => {
+    const e = fin(s.errors);
+    const dt = fin(s.interval_s);
+    return e === null ? null : dt && dt > 0 ? e / dt : e;
+  },
+  cpu: (s) => fin(s.client?.cpu_percent),
+  vus: (s) => fin(s.active_vus),
+};
+
+/**
+ * alignSeries overlays the runs' samples on one x column: the union of their elapsed seconds,
+ * ascending, with null where a run has no point (each run's series is downsampled on its own,
+ * so their seconds differ). Charts draw with spanGaps so every run stays one line.
+ */
+export function alignSeries(series: Record<string, Sample[] | undefined> | undefined, runIds: readonly number[], pick: Pick): [number[], ...(number | null)[][]] {
+  const byRun = runIds.map((id) => {
+    const m = new Map<number, number | null>();
+    for (const s of series?.[String(id)] ?? []) {
+      const x = fin(s.elapsed_s);
+      if (x !== null) m.set(x, pick(s));
+    }
+    return m;
+  });
+  const xs = [...new Set(byRun.flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
+  return [xs, ...byRun.map((m) => xs.map((x) => (m.has(x) ? (m.get(x) ?? null) : null)))];
+}
+
+/** metricLabel names a metric row ("TPS", "p95 latency", …); unknown metrics keep their name. */
+export function metricLabel(metric: string): string {
+  const key = metric === 'rps' ? 'tps' : metric;
+  return tx(`compare.metric.${key}`, metric);
+}
+
+/** fmtMetricValue prints a value in the metric's unit. */
+export function fmtMetricValue(unit: string, v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '—';
+  switch (unit) {
+    case 'ms':
+      return fmtMs(v);
+    case 'req/s':
+      return t('unit.reqps', { n: fmtNum(v) });
+    case 'fraction':
+      return fmtPrecisePct(v);
+    case 'bytes':
+      return fmtBytes(v);
+    case '% of one core':
+    case '%':
+      return fmtCores(v);
+    default:
+      return `${fmtNum(v)} ${unit}`.trim();
+  }
+}
+
+/** fmtMetricDelta prints a signed difference in the metric's unit ("+1.2 ms", "−0.3 %"). */
+export function fmtMetricDelta(unit: string, d: number | null | undefined): string {
+  if (d === null || d === undefined || !Number.isFinite(d)) return '—';
+  if (d === 0) return '±0';
+  const sign = d > 0 ? '+' : '−';
+  const a = Math.abs(d);
+  if (unit === 'fraction') return sign + t('unit.pp', { n: fmtNum(a * 100) });
+  return sign + fmtMetricValue(unit, a);
+}
+
+/** fmtDeltaPct prints a relative change ("+12.3 %"); null when the baseline is 0. */
+export function fmtDeltaPct(p: number | null | undefined): string {
+  if (p === null || p === undefined || !Number.isFinite(p)) return '—';
+  if (p === 0) return t('unit.pct', { n: '±0' });
+  const sign = p > 0 ? '+' : '−';
+  const a = Math.abs(p);
+  return sign + t('unit.pct', { n: nf(a >= 100 ? 0 : 1).format(a) });
+}
+
+export function verdictLabel(v: string): string {
+  return tx(`verdict.${v}`, v);
+}
+
+/** p-values print with 2 significant digits, tiny ones as "< 0.0001". */
+export function fmtP(p: number): string {
+  if (p < 0.0001) return '< 0.0001';
+  return nf(20, { maximumSignificantDigits: 2 }).format(p);
+}
+
+/** cellTooltip explains a cell's verdict: the test, its p-value or 99 % interval, seconds used, the server's reason. */
+export function cellTooltip(m: CompareMetric, v: CompareValue): string {
+  const lines: string[] = [verdictLabel(v.verdict)];
+  if (m.test) lines.push(t('compare.tip.test', { test: tx(`compare.test.${m.test}`, m.test) }));
+  if (v.p_value !== undefined && v.p_value !== null) lines.push(t('compare.tip.p', { p: fmtP(v.p_value) }));
+  if (v.ci) lines.push(t('compare.tip.ci', { lo: fmtMetricDelta(m.unit, v.ci[0]), hi: fmtMetricDelta(m.unit, v.ci[1]) }));
+  if (v.n !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.n', { n: fmtInt(v.n) }));
+  if (m.floor_pct !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.floorPct', { n: fmtNum(m.floor_pct) }));
+  if (m.floor_abs !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.floorAbs', { n: fmtMetricValue(m.unit, m.floor_abs) }));
+  if (v.reason) lines.push(v.reason);
+  return lines.join('\n');
+}
+
+export function warningText(w: CompareWarning): string {
+  return typeof w === 'string' ? w : w.message;
+}
+
+/** warningLabel names a warning's kind in the UI language ('' when the server gave no known code). */
+export function warningLabel(w: CompareWarning): string {
+  return typeof w === 'string' || !w.code ? '' : tx(`compare.warn.${w.code}`, '');
+}
+
+/** The runs in the order the server returned them, with their colours. */
+export function runsWithColors(res: CompareResponse): { id: number; color: string }[] {
+  return res.runs.map((r, i) => ({ id: r.id, color: RUN_COLORS[i % RUN_COLORS.length] }));
+}
+
+/** verdictCounts tallies the non-baseline cells (for the page's headline). */
+export function verdictCounts(metrics: readonly CompareMetric[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of metrics) for (const v of m.values) if (v.verdict !== 'baseline') out[v.verdict] = (out[v.verdict] ?? 0) + 1;
+  return out;
+}
