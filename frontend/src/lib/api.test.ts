@@ -101,3 +101,26 @@ describe('liveURL', () => {
     expect(liveURL(7, { protocol: 'https:', host: 'volley.example' })).toBe('wss://volley.example/api/runs/7/live');
   });
 });
+
+describe('prefetched answers', () => {
+  it('uses an answer index.html started, once, for its exact URL', async () => {
+    const g = globalThis as { __volleyPrefetch?: Record<string, Promise<Response>> };
+    g.__volleyPrefetch = { '/api/plans': Promise.resolve(new Response('{"items":[],"total":7}', { status: 200 })) };
+    const calls: string[] = [];
+    const orig = globalThis.fetch;
+    globalThis.fetch = (async (u: string) => {
+      calls.push(String(u));
+      return new Response('{"items":[],"total":1}', { status: 200 });
+    }) as typeof fetch;
+    try {
+      const first = await request<{ total: number }>('GET', '/api/plans');
+      const second = await request<{ total: number }>('GET', '/api/plans');
+      expect(first.total).toBe(7);
+      expect(second.total).toBe(1);
+      expect(calls).toEqual(['/api/plans']);
+    } finally {
+      globalThis.fetch = orig;
+      delete g.__volleyPrefetch;
+    }
+  });
+});

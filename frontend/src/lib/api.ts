@@ -77,6 +77,15 @@ async function parseError(res: Response, method: string, path: string): Promise<
 }
 
 /** request performs one API call and decodes the JSON answer (undefined for 204). */
+/** An answer index.html started fetching before the app loaded, used once for its exact URL. */
+function takePrefetched(method: string, path: string, body: unknown): Promise<Response> | undefined {
+  const pre = (globalThis as { __volleyPrefetch?: Record<string, Promise<Response>> }).__volleyPrefetch;
+  if (!pre || method !== 'GET' || body !== undefined || !(path in pre)) return undefined;
+  const p = pre[path];
+  delete pre[path];
+  return p;
+}
+
 export async function request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, signal };
   if (body !== undefined) {
@@ -85,7 +94,7 @@ export async function request<T>(method: string, path: string, body?: unknown, s
   }
   let res: Response;
   try {
-    res = await fetch(path, init);
+    res = await (takePrefetched(method, path, body) ?? fetch(path, init));
   } catch (err) {
     if ((err as Error)?.name === 'AbortError') throw err;
     throw new ApiError(0, 'network', `Cannot reach the Volley server (${method} ${path}): ${errorMessage(err)}`);
