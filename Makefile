@@ -83,8 +83,8 @@ check: ui-deps ## gofmt (must list nothing), go vet, svelte-check
 	$(GO) vet ./...
 	$(NPM) --prefix $(UI_DIR) run check
 
-bench: ## Engine/metrics benchmarks (placeholder until the benchmark script lands)
-	$(GO) test -run '^$$' -bench . -benchmem ./backend/internal/...
+bench: build ## Volley vs wrk/bombardier on a local nginx (bench/bench.sh; env ROUNDS DURATION CONCURRENCY TOOLS; docs/benchmarks.md)
+	VOLLEY="$(abspath $(BIN))" bench/bench.sh
 
 clean: ## Remove bin/ and the built UI (keeps node_modules and frontend/dist/.gitkeep)
 	rm -rf bin
