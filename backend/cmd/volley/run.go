@@ -166,6 +166,12 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		} else {
 			fmt.Fprintf(tw, "knee\tnone: throughput still grew at the last level\n")
 		}
+		switch s.SweepLimitedBy {
+		case "generator":
+			fmt.Fprintf(tw, "limit\tthe load generator (its CPU was saturated there)\n")
+		case "target":
+			fmt.Fprintf(tw, "limit\tthe target (the load generator had capacity to spare)\n")
+		}
 		fmt.Fprintln(tw)
 	}
 	if s.GeneratorBoundSeconds > 0 {

@@ -45,6 +45,7 @@ type levelAgg struct {
 	cpuSum           float64
 	n                int
 	rssMax           uint64
+	bound            int
 }
 
 func newCollector(e *Engine) *collector {
@@ -138,7 +139,7 @@ func (c *collector) tick(now time.Time, final bool) {
 	}
 	s.GeneratorBound = ps.CPUPercent >= c.boundCPU || lagP99 > float64(boundLag/time.Millisecond)
 	if c.e.p.Load.Executor == plan.ConcurrencySweep {
-		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes)
+		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
 	}
 	if ns := c.e.names; ns != nil {
 		if c.nameCur == nil {
@@ -233,6 +234,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	}
 	if c.levels != nil {
 		s.Sweep = c.sweepRows()
+		s.SweepLimitedBy = limitedBy(s.Sweep)
 	}
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
@@ -249,7 +251,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 }
 
 // addToLevel adds one second to the sweep level that was running when the second began.
-func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts, h *hdr.Histogram, cpu float64, rss uint64) {
+func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts, h *hdr.Histogram, cpu float64, rss uint64, bound bool) {
 	l := c.e.p.Load
 	if c.levels == nil {
 		c.levels = make([]levelAgg, len(l.Levels))
@@ -269,6 +271,9 @@ func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts,
 	a.cpuSum += cpu
 	a.n++
 	a.rssMax = max(a.rssMax, rss)
+	if bound {
+		a.bound++
+	}
 }
 
 // kneeShare: the knee of a sweep is the lowest level that reaches this share of the sweep's best
@@ -298,6 +303,7 @@ func (c *collector) sweepRows() []metrics.SweepRow {
 			r.CPUPercent = round(a.cpuSum/float64(a.n), 1)
 		}
 		r.RSSBytes = a.rssMax
+		r.GeneratorBoundSeconds = a.bound
 		best = max(best, r.RPS)
 		rows = append(rows, r)
 	}
@@ -310,6 +316,24 @@ func (c *collector) sweepRows() []metrics.SweepRow {
 		}
 	}
 	return rows
+}
+
+// limitedBy names what capped a sweep's throughput at its knee (or last level): the generator
+// when any of that level's seconds found it saturated, else the target.
+func limitedBy(rows []metrics.SweepRow) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	at := len(rows) - 1
+	for i, r := range rows {
+		if r.Knee {
+			at = i
+		}
+	}
+	if rows[at].GeneratorBoundSeconds > 0 {
+		return "generator"
+	}
+	return "target"
 }
 
 func round(v float64, digits int) float64 {

@@ -321,3 +321,18 @@ func TestHostsSpreadVUsOverAddresses(t *testing.T) {
 		t.Errorf("heap allocs per request not reported: %v", sum.Client.HeapAllocsPerRequest)
 	}
 }
+
+func TestSweepSaysWhatLimited(t *testing.T) {
+	rows := []metrics.SweepRow{{VUs: 1}, {VUs: 10, Knee: true}, {VUs: 50, GeneratorBoundSeconds: 2}}
+	if got := limitedBy(rows); got != "target" {
+		t.Errorf("knee level without saturated seconds: %q", got)
+	}
+	rows[1].GeneratorBoundSeconds = 1
+	if got := limitedBy(rows); got != "generator" {
+		t.Errorf("knee level with saturated seconds: %q", got)
+	}
+	rows[1].Knee = false // no knee: judge the last level
+	if got := limitedBy(rows); got != "generator" {
+		t.Errorf("last level: %q", got)
+	}
+}

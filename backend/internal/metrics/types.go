@@ -87,7 +87,11 @@ type Summary struct {
 	Thresholds        []ThresholdResult    `json:"thresholds"`
 	ByName            map[string]NameStats `json:"by_name"`
 	Sweep             []SweepRow           `json:"sweep,omitempty"`
-	Checks            []CheckResult        `json:"checks"`
+	// SweepLimitedBy says what limited a concurrency sweep's throughput at its knee (or at its last
+	// level when there is none): "generator" when the load generator was saturated there, else
+	// "target". Empty for other executors.
+	SweepLimitedBy string        `json:"sweep_limited_by,omitempty"`
+	Checks         []CheckResult `json:"checks"`
 	// Aborted says why the run ended early (a threshold with abort_on_fail); empty otherwise.
 	Aborted               string `json:"aborted,omitempty"`
 	Executor              string `json:"executor"`
@@ -118,6 +122,8 @@ type SweepRow struct {
 	CPUPercent float64 `json:"cpu_percent"`
 	RSSBytes   uint64  `json:"rss_bytes"`
 	Knee       bool    `json:"knee"`
+	// GeneratorBoundSeconds counts this level's seconds in which the load generator was saturated.
+	GeneratorBoundSeconds int `json:"generator_bound_seconds"`
 }
 
 // ThresholdsOK reports whether every threshold passed (true when there are none).

@@ -10,13 +10,19 @@ export function kneeIndex(rows: readonly SweepRow[]): number {
   return rows.findIndex((r) => r.knee === true);
 }
 
-/** kneeSentence says in one sentence what the sweep found. */
-export function kneeSentence(rows: readonly SweepRow[]): string {
+/** kneeSentence says what the sweep found and, when the server says (summary.sweep_limited_by),
+ * whether the load generator or the target was the limit. */
+export function kneeSentence(rows: readonly SweepRow[], limitedBy?: string): string {
   if (rows.length === 0) return t('sweep.none');
   const k = kneeIndex(rows);
+  let s: string;
   if (k >= 0) {
     const n = rows[k].vus;
-    return t('sweep.knee', { vus: tn('unit.vus', n, { n: fmtInt(n) }) });
+    s = t('sweep.knee', { vus: tn('unit.vus', n, { n: fmtInt(n) }) });
+  } else {
+    s = t('sweep.noKnee');
   }
-  return t('sweep.noKnee');
+  if (limitedBy === 'generator') s += ' ' + t('sweep.limitGenerator');
+  else if (limitedBy === 'target') s += ' ' + t('sweep.limitTarget');
+  return s;
 }

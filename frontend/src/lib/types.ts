@@ -168,6 +168,8 @@ export interface Summary {
   aborted?: string;
   /** Capacity table of a concurrency-sweep run. */
   sweep?: SweepRow[];
+  /** What limited the sweep at its knee (or last level): "generator" or "target". */
+  sweep_limited_by?: string;
   executor?: string;
   generator_bound_seconds?: number;
   seconds?: number;

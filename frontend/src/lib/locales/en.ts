@@ -455,6 +455,8 @@ export const en = {
   'sweep.none': 'The sweep ended before its first level finished.',
   'sweep.knee': 'The knee is at {vus}: more concurrency adds latency, not throughput.',
   'sweep.noKnee': 'No knee: throughput still grew at the last level.',
+  'sweep.limitGenerator': 'The load generator was the limit there (its CPU was saturated): add generator capacity before reading this as the target\'s capacity.',
+  'sweep.limitTarget': 'The target was the limit there (the load generator had capacity to spare).',
 
   'compare.title': 'Compare runs',
   'compare.subtitle': 'deltas against a baseline, with a statistical verdict per metric',

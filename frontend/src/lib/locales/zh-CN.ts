@@ -445,6 +445,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'sweep.none': '扫描在第一个级别完成前就结束了。',
   'sweep.knee': '拐点在 {vus}：继续增加并发只会增加延迟，不会提高吞吐量。',
   'sweep.noKnee': '没有拐点：吞吐量在最后一个级别仍在增长。',
+  'sweep.limitGenerator': '此处的瓶颈是压测机（其 CPU 已饱和）：在把它当作目标的容量之前，请先增加压测机的能力。',
+  'sweep.limitTarget': '此处的瓶颈是被测目标（压测机仍有余力）。',
 
   'compare.title': '运行对比',
   'compare.subtitle': '相对基线的差异，并对每个指标给出统计结论',
