@@ -1,4 +1,5 @@
 // Axis helpers shared by the charts.
+import type uPlot from 'uplot';
 
 /** fmtElapsed prints elapsed seconds as "45s", "3:05", "1:02:03" (chart ticks and legends). */
 export function fmtElapsed(s: number): string {
@@ -54,3 +55,27 @@ export function distributionData(items: readonly { percentile: number; value_ms:
   return { xs, ys, labels, maxX };
 }
 
+
+/**
+ * elapsedAxes are the axes of every per-second chart: elapsed time on x (whole seconds, since
+ * samples are one a second) and the value on y, wide enough for its longest tick label.
+ */
+export function elapsedAxes(elapsedLabel: string, unit: string, format: (v: number) => string): uPlot.Axis[] {
+  return [
+    {
+      label: elapsedLabel,
+      labelSize: 18,
+      size: 36,
+      incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400],
+      values: (_u, splits) => splits.map(fmtElapsed),
+      grid: { stroke: '#eef0f3' },
+    },
+    {
+      label: unit,
+      labelSize: 18,
+      size: (_u, values) => 30 + 7 * Math.max(3, ...(values ?? []).map((v) => String(v).length)),
+      values: (_u, splits) => splits.map((v) => format(v)),
+      grid: { stroke: '#eef0f3' },
+    },
+  ];
+}
