@@ -21,6 +21,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd())
+	pprofFlag(root)
 	if err := root.Execute(); err != nil {
 		code := 1
 		if ec, ok := err.(exitCode); ok {
