@@ -26,17 +26,17 @@ func (v *vu) openLoop() {
 		if !ok {
 			return
 		}
-		due := e.start.Add(off)
-		if !due.Before(e.end) {
+		due := off
+		if due >= e.endAt {
 			return
 		}
-		now := time.Now()
-		if wait := due.Sub(now); wait > 0 {
+		now := e.now()
+		if wait := due - now; wait > 0 {
 			e.waiting.Add(1)
 			for wait > 0 && !e.stop.Load() {
 				time.Sleep(min(wait, parkStep))
-				now = time.Now()
-				wait = due.Sub(now)
+				now = e.now()
+				wait = due - now
 			}
 			if e.waiting.Add(-1) == 0 {
 				e.grow()
@@ -50,7 +50,7 @@ func (v *vu) openLoop() {
 		} else if e.waiting.Load() == 0 {
 			e.grow()
 		}
-		v.shard.Lag(now.Sub(due).Microseconds())
+		v.shard.Lag((now - due).Microseconds())
 		v.iteration(due, now)
 	}
 }

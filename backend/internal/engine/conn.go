@@ -3,44 +3,54 @@ package engine
 import (
 	"errors"
 	"net"
+	"os"
 	"sync/atomic"
 	"time"
-
-	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
 // countingConn counts the bytes a VU's connection reads and writes into the VU's shard, and the
-// connection itself in the recorder's open-connection gauge. One is allocated per connection,
-// never per request.
+// connection itself in the recorder's open-connection gauge; it also tells the VU's timeout timer
+// which connection to interrupt (deadline.go). One is allocated per connection, never per request.
 type countingConn struct {
 	net.Conn
-	shard  *metrics.Shard
-	rec    *metrics.Recorder
+	vu     *vu
 	closed atomic.Bool
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.shard.BytesIn(n)
+		c.vu.shard.BytesIn(n)
 	}
 	return n, err
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
+	if v := c.vu; v.conn.Load() != c {
+		// First write on this connection since the VU last used another: publish it, then look
+		// at the deadline (in this order; onTimer does the reverse) so that a timer firing now
+		// either sees this connection or is seen here.
+		v.conn.Store(c)
+		if v.deadline.Load() == expired {
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
 	n, err := c.Conn.Write(b)
 	if n > 0 {
-		c.shard.BytesOut(n)
+		c.vu.shard.BytesOut(n)
 	}
 	return n, err
 }
 
 func (c *countingConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
-		c.rec.ConnClosed()
+		c.vu.e.rec.ConnClosed()
 	}
 	return c.Conn.Close()
 }
+
+// firstDials is how many VUs may make their first connect at the same time.
+const firstDials = 256
 
 // dialError marks an error as happening while connecting, so that it is classified as a connect
 // failure (connect_refused, connect_timeout) and not as a failure of an established exchange.
@@ -49,24 +59,54 @@ type dialError struct{ err error }
 func (e *dialError) Error() string { return "dial: " + e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
-// dialer returns a fasthttp DialTimeout function bound to one VU's shard. connectTimeout caps the
-// TCP connect; the request's own remaining timeout caps it too.
-func dialer(shard *metrics.Shard, rec *metrics.Recorder, connectTimeout time.Duration) func(addr string, timeout time.Duration) (net.Conn, error) {
-	return func(addr string, timeout time.Duration) (net.Conn, error) {
-		if connectTimeout > 0 && (timeout <= 0 || connectTimeout < timeout) {
-			timeout = connectTimeout
+// dialer returns the fasthttp DialTimeout function of one VU. The TCP connect is capped by
+// connectTimeout and by what is left of the request's deadline (fasthttp's own timeout argument
+// is not used: requests carry no fasthttp timeout, see deadline.go).
+func (v *vu) dialer(connectTimeout time.Duration) func(addr string, _ time.Duration) (net.Conn, error) {
+	return func(addr string, _ time.Duration) (net.Conn, error) {
+		timeout := connectTimeout
+		if d := v.deadline.Load(); d > noDeadline {
+			if left := time.Duration(d) - v.e.now(); left < timeout {
+				timeout = max(left, time.Millisecond)
+			}
 		}
-		d := net.Dialer{Timeout: timeout}
-		c, err := d.Dial("tcp", addr)
+		if !v.dialled {
+			// A VU's first connect waits for one of a bounded number of slots: a run starting
+			// thousands of VUs at once neither floods the target with SYNs nor holds thousands
+			// of dialling goroutines (and their stacks) at the same moment.
+			v.dialled = true
+			v.e.dialSlots <- struct{}{}
+			defer func() { <-v.e.dialSlots }()
+		}
+		c, err := dialAside(addr, timeout)
 		if err != nil {
 			return nil, &dialError{err}
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		rec.ConnOpened()
-		return &countingConn{Conn: c, shard: shard, rec: rec}, nil
+		v.e.rec.ConnOpened()
+		return &countingConn{Conn: c, vu: v}, nil
 	}
+}
+
+// dialAside connects on a short-lived goroutine of its own. net.Dial's call chain is deep: run on
+// the VU's goroutine it would grow that stack from the 8 KiB the request path needs to 16 KiB for
+// the rest of the run (stacks only shrink at a GC, and only by half), 8 KiB more per VU. A dial
+// costs far more than the goroutine, and happens once per connection.
+func dialAside(addr string, timeout time.Duration) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.Dial("tcp", addr)
+		done <- result{c, err}
+	}()
+	r := <-done
+	return r.c, r.err
 }
 
 func isDialError(err error) bool {

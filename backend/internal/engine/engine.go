@@ -48,9 +48,10 @@ type Engine struct {
 	reqs       []reqSpec
 	weights    []int // cumulative
 	stop       atomic.Bool
-	start      time.Time
-	end        time.Time // VUs start no iteration after this
-	hardStop   time.Time // requests in flight are cut off here
+	start      time.Time     // with a monotonic reading: VUs keep time as durations since it (now)
+	end        time.Time     // VUs start no iteration after this
+	endAt      time.Duration // end - start
+	hardStop   time.Duration // requests in flight are cut off here (since start)
 
 	wg    sync.WaitGroup
 	vusMu sync.Mutex
@@ -74,7 +75,9 @@ type Engine struct {
 	rows         [][][]byte     // data table rows
 	rowNext      atomic.Int64
 	extractSlots int
-	needBody     bool // some check or extraction reads response bodies: never stream them
+	needBody     bool          // some check or extraction reads response bodies: never stream them
+	writeBuf     int           // fasthttp write buffer per connection (writeBufferSize)
+	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -112,7 +115,8 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{})}
+	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
+		dialSlots: make(chan struct{}, firstDials)}
 	vs := &vars{data: map[string]int{}, extract: map[string]int{}}
 	if d := p.Data; d != nil {
 		header, rows, err := d.Columns()
@@ -173,6 +177,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	if len(names) > 1 {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
+	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
 	e.checkCounts = make([][]checkCount, opts.Shards)
 	for i := range e.checkCounts {
 		e.checkCounts[i] = make([]checkCount, len(e.checks))
@@ -290,8 +295,9 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	runtime.ReadMemStats(&ms)
 	mallocs := ms.Mallocs
 	e.start = time.Now()
-	e.end = e.start.Add(l.Length())
-	e.hardStop = e.end.Add(grace)
+	e.endAt = l.Length()
+	e.end = e.start.Add(e.endAt)
+	e.hardStop = e.endAt + grace
 
 	col := newCollector(e)
 	colDone := make(chan struct{})
@@ -313,8 +319,8 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	e.stop.Store(true)
 	sendEnd := time.Now()
 	graceEnd := sendEnd.Add(grace)
-	if graceEnd.After(e.hardStop) && sendEnd.Before(e.hardStop) {
-		graceEnd = e.hardStop
+	if hardStop := e.start.Add(e.hardStop); graceEnd.After(hardStop) && sendEnd.Before(hardStop) {
+		graceEnd = hardStop
 	}
 	gt := time.NewTimer(time.Until(graceEnd))
 	defer gt.Stop()
@@ -381,7 +387,7 @@ func (e *Engine) spawn(loop func(*vu)) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		defer v.closeConns()
+		defer v.finish()
 		loop(v)
 	}()
 }

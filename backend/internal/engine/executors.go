@@ -18,8 +18,8 @@ func (v *vu) closedLoop() {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
 		}
-		now := time.Now()
-		if !now.Before(e.end) {
+		now := e.now()
+		if now >= e.endAt {
 			return
 		}
 		switch l.Executor {
@@ -54,17 +54,16 @@ func (v *vu) profileLoop() {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
 		}
-		now := time.Now()
-		if !now.Before(e.end) {
+		elapsed := e.now()
+		if elapsed >= e.endAt {
 			return
 		}
-		elapsed := now.Sub(e.start)
 		if e.prof.value(elapsed) >= float64(v.id+1) {
 			if !active {
 				active = true
 				e.rec.VUStarted()
 			}
-			v.iteration(now, now)
+			v.iteration(elapsed, elapsed)
 			continue
 		}
 		if active {

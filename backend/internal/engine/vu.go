@@ -55,6 +55,13 @@ type vu struct {
 	streaming bool
 	scratch   []byte
 
+	// request timeouts (deadline.go)
+	deadline atomic.Int64 // of the request in flight: ns since the run started, noDeadline or expired
+	armed    atomic.Bool  // the timer is pending or running
+	timer    *time.Timer
+	conn     atomic.Pointer[countingConn] // the connection the VU last wrote to
+	dialled  bool                         // the VU has made its first connect (conn.go)
+
 	iter        int64    // iterations started by this VU ({{iteration}})
 	row         [][]byte // the data row of the current iteration
 	vars        [][]byte // extracted variables, by slot
@@ -69,26 +76,12 @@ func newVU(e *Engine, id int) *vu {
 		vars:        make([][]byte, e.extractSlots),
 		checkCounts: e.checkCounts[id%len(e.checkCounts)],
 	}
+	v.timer = time.AfterFunc(time.Hour, v.onTimer)
+	v.timer.Stop()
 	for i := range e.reqs {
 		s := &e.reqs[i]
 		c := v.client(s.tls, e.addrFor(s.scheme, s.hostport, id), s.host)
-		req := &fasthttp.Request{}
-		req.SetRequestURI(s.r.URL)
-		req.Header.SetMethod(s.r.Method)
-		req.UseHostHeader = true // the URL's host, or the plan's Host header, whatever address we dial
-		for k, val := range s.r.Headers {
-			if equalFold(k, "Host") {
-				req.Header.SetHost(val)
-				continue
-			}
-			req.Header.Set(k, val)
-		}
-		if s.r.Body != "" {
-			req.SetBodyString(s.r.Body)
-		}
-		if !e.p.HTTP.KeepAliveOn() {
-			req.SetConnectionClose()
-		}
+		req := s.request(e.p.HTTP.KeepAliveOn())
 		vr := vuReq{spec: s, req: req, client: c}
 		if e.names != nil {
 			vr.name = e.names.Block(id, s.name)
@@ -96,6 +89,50 @@ func newVU(e *Engine, id int) *vu {
 		v.reqs = append(v.reqs, vr)
 	}
 	return v
+}
+
+// request builds the fasthttp request of a spec (templated parts are rendered per iteration).
+func (s *reqSpec) request(keepAlive bool) *fasthttp.Request {
+	req := &fasthttp.Request{}
+	req.SetRequestURI(s.r.URL)
+	req.Header.SetMethod(s.r.Method)
+	req.UseHostHeader = true // the URL's host, or the plan's Host header, whatever address we dial
+	for k, val := range s.r.Headers {
+		if equalFold(k, "Host") {
+			req.Header.SetHost(val)
+			continue
+		}
+		req.Header.Set(k, val)
+	}
+	if s.r.Body != "" {
+		req.SetBodyString(s.r.Body)
+	}
+	if !keepAlive {
+		req.SetConnectionClose()
+	}
+	return req
+}
+
+// writeBufferSize sizes the write buffer of every VU connection to the plan's largest request, as
+// a power of two between 512 B and 4 KiB (fasthttp's default, which would otherwise cost each VU
+// 4 KiB). Templated parts get 1 KiB of room; a request that still outgrows the buffer is written
+// in more than one syscall, never truncated.
+func writeBufferSize(specs []reqSpec, keepAlive bool) int {
+	largest := 0
+	for i := range specs {
+		s := &specs[i]
+		req := s.request(keepAlive)
+		n := len(req.Header.Header()) + len(req.Body()) + len(s.r.URL) + 128 // Host, User-Agent, Content-Length
+		if s.urlT != nil || s.bodyT != nil || len(s.hdrT) > 0 {
+			n += 1024
+		}
+		largest = max(largest, n)
+	}
+	size := 512
+	for size < largest && size < 4096 {
+		size *= 2
+	}
+	return size
 }
 
 // client returns the VU's client for an address, creating it on first use (at start for the plan's
@@ -121,11 +158,12 @@ func (v *vu) client(isTLS bool, addr, sni string) *fasthttp.HostClient {
 		MaxConns:                      1,
 		MaxIdemponentCallAttempts:     1,
 		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		DialTimeout:                   dialer(v.shard, e.rec, ct),
+		DialTimeout:                   v.dialer(ct),
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		MaxIdleConnDuration:           time.Hour,
 		StreamResponseBody:            v.streaming,
+		WriteBufferSize:               e.writeBuf,
 		Name:                          "volley",
 	}
 	if isTLS {
@@ -149,8 +187,9 @@ func equalFold(a, b string) bool {
 
 // iteration runs one iteration: one request picked by weight, or every request in order (flow
 // "sequence"), each followed by its think time. due is when the iteration should have started
-// (the first request's latency is measured from it), sent when it actually starts.
-func (v *vu) iteration(due, sent time.Time) {
+// (the first request's latency is measured from it), sent when it actually starts; both are
+// times since the run started (Engine.now).
+func (v *vu) iteration(due, sent time.Duration) {
 	e := v.e
 	if n := len(e.rows); n > 0 {
 		i := v.id
@@ -165,7 +204,7 @@ func (v *vu) iteration(due, sent time.Time) {
 				if e.stop.Load() || v.state.Load() == abandoned {
 					break
 				}
-				due = time.Now()
+				due = e.now()
 				sent = due
 			}
 			r := &v.reqs[i]
@@ -230,41 +269,51 @@ func (v *vu) pick() *vuReq {
 	return &v.reqs[len(v.reqs)-1]
 }
 
-// do sends one logical request (following redirects when asked) and records its outcome.
-func (v *vu) do(r *vuReq, due, sent time.Time) {
+// do sends one logical request (following redirects when asked) and records its outcome. due and
+// sent are times since the run started.
+func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	e := v.e
-	deadline := due.Add(v.timeout)
-	if due.Before(sent) {
-		deadline = sent.Add(v.timeout)
-	}
+	deadline := max(due, sent) + v.timeout
 	cut := false
-	if deadline.After(e.hardStop) {
+	if deadline > e.hardStop {
 		deadline, cut = e.hardStop, true
 	}
 	if !v.state.CompareAndSwap(idle, inFlight) {
 		return // abandoned before it could start
 	}
 	v.prepare(r)
-	body, err := v.exchange(r.client, r.req, deadline)
+	v.arm(deadline, sent)
+	body, err := v.exchange(r.client, r.req)
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
-		body, kind = v.follow(r.req, deadline)
+		body, kind = v.follow(r.req)
 	}
-	done := time.Now()
+	if v.disarm() {
+		// The timer cut this request off (or its answer came only at the deadline): a timeout,
+		// unless the connection could not even be made in time. Drop the connections, one of
+		// which carries the past deadline.
+		switch kind {
+		case metrics.ConnectTimeout, metrics.ConnectRefused, metrics.TooManyOpenFiles:
+		default:
+			kind = metrics.Timeout
+		}
+		v.closeConns()
+	}
+	done := e.now()
 	if !v.state.CompareAndSwap(inFlight, idle) {
 		return // the engine gave up on this request and counted it as interrupted
 	}
-	if cut && (kind == metrics.Timeout || kind == metrics.ConnectTimeout) && !done.Before(e.hardStop) {
+	if cut && (kind == metrics.Timeout || kind == metrics.ConnectTimeout) && done >= e.hardStop {
 		v.shard.Interrupted()
 		return
 	}
 	o := metrics.Outcome{Kind: kind}
 	if kind == metrics.KindNone || kind == metrics.RedirectLoop && v.resp.StatusCode() > 0 {
 		status := v.resp.StatusCode()
-		latency := done.Sub(due)
+		latency := done - due
 		o.Status = status
 		o.LatencyUs = latency.Microseconds()
-		o.ServiceUs = done.Sub(sent).Microseconds()
+		o.ServiceUs = (done - sent).Microseconds()
 		o.BodyBytes = body
 		if kind == metrics.KindNone {
 			o.Kind = v.judgeChecks(r, status, latency)
@@ -282,8 +331,8 @@ func (v *vu) do(r *vuReq, due, sent time.Time) {
 // exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:
 // they are read into the reused response buffer, or streamed through scratch once a VU has seen a
 // large one.
-func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request, deadline time.Time) (int64, error) {
-	if err := c.DoDeadline(req, v.resp, deadline); err != nil {
+func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request) (int64, error) {
+	if err := c.Do(req, v.resp); err != nil {
 		return 0, err
 	}
 	if v.streaming {
@@ -317,9 +366,9 @@ func isRedirect(status int) bool {
 	return status == 301 || status == 302 || status == 303 || status == 307 || status == 308
 }
 
-// follow follows the redirect in v.resp until a non-redirect answer, within the same deadline; a
-// chain is one logical request. More than max_redirects hops is a redirect_loop error.
-func (v *vu) follow(orig *fasthttp.Request, deadline time.Time) (int64, metrics.ErrorKind) {
+// follow follows the redirect in v.resp until a non-redirect answer, within the same deadline (the
+// one armed by do); a chain is one logical request. More than max_redirects hops is a redirect_loop error.
+func (v *vu) follow(orig *fasthttp.Request) (int64, metrics.ErrorKind) {
 	if v.redirect == nil {
 		v.redirect = &fasthttp.Request{}
 	}
@@ -354,7 +403,7 @@ func (v *vu) follow(orig *fasthttp.Request, deadline time.Time) (int64, metrics.
 		host := string(u.Host())
 		req.Header.SetHostBytes(u.Host())
 		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
-		n, err := v.exchange(c, req, deadline)
+		n, err := v.exchange(c, req)
 		body = n
 		if err != nil {
 			return 0, classify(err)
@@ -369,9 +418,16 @@ func hostname(hostport string) string {
 	return hostport
 }
 
-// closeConns closes the VU's idle keep-alive connections when it stops, so a finished run holds no
-// sockets (and fasthttp's idle-connection cleaner goroutines end).
+// finish stops the VU's timer and closes its connections when its loop ends, so a finished run
+// holds no sockets (and fasthttp's idle-connection cleaner goroutines end).
+func (v *vu) finish() {
+	v.timer.Stop()
+	v.closeConns()
+}
+
+// closeConns closes the VU's idle keep-alive connections.
 func (v *vu) closeConns() {
+	v.conn.Store(nil)
 	for _, c := range v.clients {
 		c.client.CloseIdleConnections()
 	}

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// A request cut off by the VU's timeout timer is one timeout; the connection it poisoned with a
+// past deadline is dropped, so the requests after it on the same VU succeed on a new connection.
+func TestTimedOutRequestDoesNotPoisonTheNext(t *testing.T) {
+	var n, hung, answered atomic.Int64
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%3 == 0 {
+			hung.Add(1)
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		answered.Add(1)
+	})
+	begin := time.Now()
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 2, "2s", "200ms", "")))
+	if took := time.Since(begin); took > 4*time.Second {
+		t.Errorf("run took %v", took)
+	}
+	if len(sum.ErrorKinds) != 1 || sum.ErrorKinds["timeout"] != hung.Load() {
+		t.Errorf("kinds %v, target hung %d", sum.ErrorKinds, hung.Load())
+	}
+	if sum.Successes != answered.Load() || sum.Requests != tg.Requests() {
+		t.Errorf("successes %d requests %d; target answered %d of %d", sum.Successes, sum.Requests, answered.Load(), tg.Requests())
+	}
+	// every timeout closes its connection; the VU's next request dials a new one
+	if conns := tg.Conns(); conns < hung.Load() || conns > hung.Load()+2 {
+		t.Errorf("target accepted %d connections for %d timeouts and 2 VUs", conns, hung.Load())
+	}
+	between(t, "max ms (successes)", sum.Latency.Max, 0, 150)
+}
+
+// Answers land on both sides of the deadline, many times a second: every request ends exactly once,
+// as a success within the timeout (plus timer lateness) or as a timeout, and nothing hangs. Run with
+// -race, it also exercises the VU/timer handshake of deadline.go.
+func TestTimeoutTimerUnderChurn(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Duration(rand.Int64N(int64(8 * time.Millisecond))))
+	})
+	begin := time.Now()
+	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 8, "2s", "4ms", "")))
+	if took := time.Since(begin); took > 4*time.Second {
+		t.Errorf("run took %v", took)
+	}
+	// a reconnect that cannot finish within what is left of its 4 ms is a connect timeout
+	timeouts := sum.ErrorKinds["timeout"] + sum.ErrorKinds["connect_timeout"]
+	if sum.Successes+timeouts != sum.Requests || sum.Errors != timeouts {
+		t.Errorf("requests %d = successes %d + timeouts %d? kinds %v", sum.Requests, sum.Successes, timeouts, sum.ErrorKinds)
+	}
+	if timeouts < sum.Requests/10 || sum.Successes < sum.Requests/10 {
+		t.Errorf("want both outcomes in numbers: successes %d timeouts %d", sum.Successes, timeouts)
+	}
+	// a request the timer expired before its first byte left is counted but never reached the target
+	if got := tg.Requests(); got > sum.Requests || got < sum.Requests*9/10 {
+		t.Errorf("target saw %d of %d requests", got, sum.Requests)
+	}
+	between(t, "max ms (successes)", sum.Latency.Max, 0, 4+50)
+}
