@@ -59,35 +59,32 @@ type dialError struct{ err error }
 func (e *dialError) Error() string { return "dial: " + e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
-// dialer returns the fasthttp DialTimeout function of one VU. The TCP connect is capped by
-// connectTimeout and by what is left of the request's deadline (fasthttp's own timeout argument
-// is not used: requests carry no fasthttp timeout, see deadline.go).
-func (v *vu) dialer(connectTimeout time.Duration) func(addr string, _ time.Duration) (net.Conn, error) {
-	return func(addr string, _ time.Duration) (net.Conn, error) {
-		timeout := connectTimeout
-		if d := v.deadline.Load(); d > noDeadline {
-			if left := time.Duration(d) - v.e.now(); left < timeout {
-				timeout = max(left, time.Millisecond)
-			}
+// dial connects one of the VU's connections. The TCP connect is capped by the plan's
+// connect_timeout (default: its timeout) and by what is left of the request's deadline.
+func (v *vu) dial(addr string) (net.Conn, error) {
+	timeout := v.e.connectTimeout
+	if d := v.deadline.Load(); d > noDeadline {
+		if left := time.Duration(d) - v.e.now(); left < timeout {
+			timeout = max(left, time.Millisecond)
 		}
-		if !v.dialled {
-			// A VU's first connect waits for one of a bounded number of slots: a run starting
-			// thousands of VUs at once neither floods the target with SYNs nor holds thousands
-			// of dialling goroutines (and their stacks) at the same moment.
-			v.dialled = true
-			v.e.dialSlots <- struct{}{}
-			defer func() { <-v.e.dialSlots }()
-		}
-		c, err := dialAside(addr, timeout)
-		if err != nil {
-			return nil, &dialError{err}
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		v.e.rec.ConnOpened()
-		return &countingConn{Conn: c, vu: v}, nil
 	}
+	if !v.dialled {
+		// A VU's first connect waits for one of a bounded number of slots: a run starting
+		// thousands of VUs at once neither floods the target with SYNs nor holds thousands
+		// of dialling goroutines (and their stacks) at the same moment.
+		v.dialled = true
+		v.e.dialSlots <- struct{}{}
+		defer func() { <-v.e.dialSlots }()
+	}
+	c, err := dialAside(addr, timeout)
+	if err != nil {
+		return nil, &dialError{err}
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	v.e.rec.ConnOpened()
+	return &countingConn{Conn: c, vu: v}, nil
 }
 
 // dialAside connects on a short-lived goroutine of its own. net.Dial's call chain is deep: run on

@@ -7,8 +7,9 @@
 // hdrhistogram-go and gjson (a test enforces this).
 //
 // Hot path (per request): no lock shared between VUs, no heap allocation, no channel operation.
-// Each VU owns its fasthttp.HostClient (one connection, so VU i holds exactly one keep-alive
-// connection, as in wrk and k6), its prepared requests and one response object. Executors are in
+// Each VU owns its connection per address (client.go: fasthttp's request writer and response
+// parser, no pool), so VU i holds exactly one keep-alive connection, as in wrk and k6; also its
+// prepared requests, one response object and one timeout timer (deadline.go). Executors are in
 // executors.go (closed models) and arrival.go (open models).
 package engine
 
@@ -78,6 +79,8 @@ type Engine struct {
 	needBody     bool          // some check or extraction reads response bodies: never stream them
 	writeBuf     int           // fasthttp write buffer per connection (writeBufferSize)
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
+
+	connectTimeout time.Duration
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -178,6 +181,10 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
+	e.connectTimeout = p.HTTP.ConnectTimeout.D()
+	if e.connectTimeout <= 0 {
+		e.connectTimeout = p.HTTP.Timeout.D()
+	}
 	e.checkCounts = make([][]checkCount, opts.Shards)
 	for i := range e.checkCounts {
 		e.checkCounts[i] = make([]checkCount, len(e.checks))

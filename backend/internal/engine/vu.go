@@ -30,14 +30,9 @@ const streamAbove = 256 << 10
 type vuReq struct {
 	spec   *reqSpec
 	req    *fasthttp.Request
-	client *fasthttp.HostClient
+	client *httpConn
 	name   *metrics.NameBlock // nil when the plan has one request name
 	buf    []byte             // render buffer for templated parts
-}
-
-type hostClient struct {
-	key    string // "http://host:port" as dialled
-	client *fasthttp.HostClient
 }
 
 // vu is one virtual user: a goroutine running iterations with its own clients and buffers.
@@ -46,7 +41,7 @@ type vu struct {
 	id        int
 	shard     *metrics.Shard
 	reqs      []vuReq
-	clients   []hostClient
+	clients   []*httpConn // one per address the VU has talked to (client.go)
 	resp      *fasthttp.Response
 	redirect  *fasthttp.Request // scratch request for followed redirects
 	rng       *rand.Rand
@@ -97,6 +92,8 @@ func (s *reqSpec) request(keepAlive bool) *fasthttp.Request {
 	req.SetRequestURI(s.r.URL)
 	req.Header.SetMethod(s.r.Method)
 	req.UseHostHeader = true // the URL's host, or the plan's Host header, whatever address we dial
+	req.URI().DisablePathNormalizing = true
+	req.Header.SetUserAgent("volley") // unless the plan's headers set one
 	for k, val := range s.r.Headers {
 		if equalFold(k, "Host") {
 			req.Header.SetHost(val)
@@ -135,41 +132,23 @@ func writeBufferSize(specs []reqSpec, keepAlive bool) int {
 	return size
 }
 
-// client returns the VU's client for an address, creating it on first use (at start for the plan's
-// requests, later only for redirect targets).
-func (v *vu) client(isTLS bool, addr, sni string) *fasthttp.HostClient {
+// client returns the VU's connection to an address, creating it on first use (at start for the
+// plan's requests, later only for redirect targets). It connects on its first request.
+func (v *vu) client(isTLS bool, addr, sni string) *httpConn {
 	key := addr
 	if isTLS {
 		key = "tls://" + addr
 	}
 	for _, c := range v.clients {
 		if c.key == key {
-			return c.client
+			return c
 		}
 	}
-	e := v.e
-	ct := e.p.HTTP.ConnectTimeout.D()
-	if ct <= 0 {
-		ct = e.p.HTTP.Timeout.D()
-	}
-	c := &fasthttp.HostClient{
-		Addr:                          addr,
-		IsTLS:                         isTLS,
-		MaxConns:                      1,
-		MaxIdemponentCallAttempts:     1,
-		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		DialTimeout:                   v.dialer(ct),
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		MaxIdleConnDuration:           time.Hour,
-		StreamResponseBody:            v.streaming,
-		WriteBufferSize:               e.writeBuf,
-		Name:                          "volley",
-	}
+	c := &httpConn{key: key, addr: addr, vu: v}
 	if isTLS {
-		c.TLSConfig = &tls.Config{ServerName: sni, InsecureSkipVerify: e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
+		c.tls = &tls.Config{ServerName: sni, InsecureSkipVerify: v.e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
 	}
-	v.clients = append(v.clients, hostClient{key: key, client: c})
+	v.clients = append(v.clients, c)
 	return c
 }
 
@@ -331,8 +310,8 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 // exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:
 // they are read into the reused response buffer, or streamed through scratch once a VU has seen a
 // large one.
-func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request) (int64, error) {
-	if err := c.Do(req, v.resp); err != nil {
+func (v *vu) exchange(c *httpConn, req *fasthttp.Request) (int64, error) {
+	if err := c.do(req, v.resp, v.streaming); err != nil {
 		return 0, err
 	}
 	if v.streaming {
@@ -341,7 +320,7 @@ func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request) (int64, err
 				v.scratch = make([]byte, 32<<10)
 			}
 			n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{s}, v.scratch)
-			_ = v.resp.CloseBodyStream()
+			c.finishStream(req, v.resp, err == nil)
 			return n, err
 		}
 		return int64(len(v.resp.Body())), nil
@@ -353,12 +332,9 @@ func (v *vu) exchange(c *fasthttp.HostClient, req *fasthttp.Request) (int64, err
 	return int64(n), nil
 }
 
-// startStreaming switches this VU's clients to streamed bodies and drops its large buffer.
+// startStreaming switches this VU to streamed bodies and drops its large buffer.
 func (v *vu) startStreaming() {
 	v.streaming = true
-	for _, c := range v.clients {
-		c.client.StreamResponseBody = true
-	}
 	v.resp = &fasthttp.Response{}
 }
 
@@ -388,6 +364,7 @@ func (v *vu) follow(orig *fasthttp.Request) (int64, metrics.ErrorKind) {
 			return body, metrics.KindNone // a 3xx without Location is an answer
 		}
 		req.URI().UpdateBytes(loc)
+		req.URI().DisablePathNormalizing = true
 		if status == 301 || status == 302 || status == 303 {
 			if !bytes.Equal(req.Header.Method(), []byte("HEAD")) {
 				req.Header.SetMethod("GET")
@@ -419,17 +396,17 @@ func hostname(hostport string) string {
 }
 
 // finish stops the VU's timer and closes its connections when its loop ends, so a finished run
-// holds no sockets (and fasthttp's idle-connection cleaner goroutines end).
+// holds no sockets.
 func (v *vu) finish() {
 	v.timer.Stop()
 	v.closeConns()
 }
 
-// closeConns closes the VU's idle keep-alive connections.
+// closeConns closes the VU's connections.
 func (v *vu) closeConns() {
 	v.conn.Store(nil)
 	for _, c := range v.clients {
-		c.client.CloseIdleConnections()
+		c.close()
 	}
 }
 

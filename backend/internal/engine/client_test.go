@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// The VU's own client (client.go) sends User-Agent "volley" unless the plan sets one.
+func TestUserAgentDefaultAndOverride(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.UserAgent()]++
+		mu.Unlock()
+	})
+	run(t, mustPlan(t, openPlan(tg.URL, 10, "1s", 10, "1s", "")))
+	run(t, mustPlan(t, `{"name":"t","requests":[{"url":"`+tg.URL+`","headers":{"User-Agent":"mine/1"}}],
+		"load":{"executor":"constant-arrival-rate","rate":10,"duration":"1s","pre_allocated_vus":2,"max_vus":5}}`))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen["volley"] != 10 || seen["mine/1"] != 10 {
+		t.Errorf("user agents seen: %v", seen)
+	}
+}
+
+// Bodies delimited by the connection's end (no Content-Length, no chunking) and chunked bodies
+// are read to their end; the first closes the connection, the second keeps it.
+func TestBodyFramings(t *testing.T) {
+	t.Run("until close", func(t *testing.T) {
+		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer {
+			return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + strings.Repeat("x", 3000)), Close: true}
+		})
+		sum, _ := run(t, mustPlan(t, openPlan("http://"+srv.Addr+"/", 20, "1s", 10, "1s", "")))
+		if sum.Requests != 20 || sum.Successes != 20 || sum.BodyBytesIn != 20*3000 {
+			t.Errorf("requests %d successes %d body bytes %d kinds %v", sum.Requests, sum.Successes, sum.BodyBytesIn, sum.ErrorKinds)
+		}
+	})
+	t.Run("chunked", func(t *testing.T) {
+		body := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + "5\r\nhello\r\n" + "6\r\n world\r\n" + "0\r\n\r\n"
+		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer { return testutil.RawAnswer{Bytes: []byte(body)} })
+		sum, _ := run(t, mustPlan(t, closedPlan("http://"+srv.Addr+"/", 2, "1s", "1s", "")))
+		if sum.Requests == 0 || sum.Successes != sum.Requests || sum.BodyBytesIn != 11*sum.Requests {
+			t.Errorf("requests %d successes %d body bytes %d kinds %v", sum.Requests, sum.Successes, sum.BodyBytesIn, sum.ErrorKinds)
+		}
+		if c := srv.Conns(); c != 2 {
+			t.Errorf("raw server accepted %d connections, want 2 (one per VU, kept alive)", c)
+		}
+	})
+}
