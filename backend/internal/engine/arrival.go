@@ -9,6 +9,10 @@ import (
 // dropped iteration (never silently delayed).
 const dropTolerance = 10 * time.Millisecond
 
+// wakeupGap is the least time between two precise wakeups (startWakeups): at rates above
+// 1/wakeupGap the iterations due within one gap start together, at most wakeupGap late.
+const wakeupGap = 500 * time.Microsecond
+
 // openLoop runs the arrival-rate executors (open model). Iterations are numbered; iteration i is
 // due at start + schedule(i) whatever the target does. Each free VU claims the next number (one
 // atomic add), sleeps until it is due, and runs it; latency is measured from the due time, so a
@@ -66,5 +70,21 @@ func (e *Engine) grow() {
 			e.spawn((*vu).openLoop)
 			return
 		}
+	}
+}
+
+// nextWakeup is the open model's wakeup plan for startWakeups: the due time of the first iteration
+// due after now, but no sooner than wakeupGap from now; false after the last iteration.
+func (e *Engine) nextWakeup(now time.Duration) (time.Duration, bool) {
+	j := e.sched.index(now)
+	for {
+		t, ok := e.sched.at(j)
+		if !ok || t >= e.endAt {
+			return 0, false
+		}
+		if t > now {
+			return max(t, now+wakeupGap), true
+		}
+		j++
 	}
 }

@@ -81,6 +81,7 @@ type Engine struct {
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
 	connectTimeout time.Duration
+	stopWakeups    func() // open models: precise timer wakeups (wakeup_linux.go)
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -341,6 +342,9 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 		e.vusMu.Unlock()
 	}
 	endTime := time.Now()
+	if e.stopWakeups != nil {
+		e.stopWakeups()
+	}
 	close(colStop)
 	<-colDone
 	sum := col.finish(endTime, sendEnd)
@@ -377,6 +381,7 @@ func (e *Engine) launch() {
 		}
 		e.sched = newSchedule(float64(start), stages, l.TimeUnit.D())
 		e.maxVUs = int64(max(l.MaxVUs, l.PreAllocatedVUs))
+		e.stopWakeups = startWakeups(e.nextWakeup, e.now)
 		for i := 0; i < l.PreAllocatedVUs; i++ {
 			e.pool.Add(1)
 			e.spawn((*vu).openLoop)

@@ -16,5 +16,6 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",
 		"github.com/tidwall/gjson", // JSON paths for checks and extraction
+		"golang.org/x/sys/unix",    // timerfd for precise open-model wakeups
 	)
 }

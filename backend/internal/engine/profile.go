@@ -136,6 +136,23 @@ func (sc schedule) at(i int64) (time.Duration, bool) {
 	return 0, false
 }
 
+// index returns the number of iterations due by offset t (N(t), rounded down): the index of the
+// first iteration due at or after t, give or take one for rounding.
+func (sc schedule) index(t time.Duration) int64 {
+	x := t.Seconds()
+	n := 0.0
+	for _, s := range sc.stages {
+		if x >= s.start+s.dur {
+			n = s.n1
+			continue
+		}
+		tau := max(x-s.start, 0)
+		n = s.n0 + s.r0*tau + (s.r1-s.r0)*tau*tau/(2*s.dur)
+		break
+	}
+	return max(int64(n)-1, 0)
+}
+
 // total is the number of iterations the schedule holds.
 func (sc schedule) total() float64 {
 	if len(sc.stages) == 0 {

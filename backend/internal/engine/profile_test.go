@@ -93,3 +93,39 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// index(t) is where nextWakeup starts looking: never past the first iteration due at or after t,
+// and at most two short of it, on constant and ramping stages.
+func TestScheduleIndexInvertsAt(t *testing.T) {
+	sc := newSchedule(0, []plan.Stage{st(10*time.Second, 100), st(5*time.Second, 100), st(5*time.Second, 20)}, time.Second)
+	for ms := 0; ms < 20000; ms += 7 {
+		at := time.Duration(ms) * time.Millisecond
+		first := int64(0)
+		for {
+			d, ok := sc.at(first)
+			if !ok || d >= at {
+				break
+			}
+			first++
+		}
+		if i := sc.index(at); i > first || i < first-2 {
+			t.Fatalf("index(%v) = %d, first iteration due at or after it is %d", at, i, first)
+		}
+	}
+}
+
+// nextWakeup asks for a wakeup at each due time when iterations are sparse, and at most every
+// wakeupGap when they are dense.
+func TestNextWakeup(t *testing.T) {
+	sparse := &Engine{sched: newSchedule(100, []plan.Stage{st(time.Second, 100)}, time.Second), endAt: time.Second}
+	if w, ok := sparse.nextWakeup(25 * time.Millisecond); !ok || absDur(w-30*time.Millisecond) > time.Microsecond {
+		t.Errorf("sparse: %v %v, want 30ms", w, ok)
+	}
+	if _, ok := sparse.nextWakeup(995 * time.Millisecond); ok {
+		t.Error("a wakeup after the last iteration")
+	}
+	dense := &Engine{sched: newSchedule(100000, []plan.Stage{st(time.Second, 100000)}, time.Second), endAt: time.Second}
+	if w, ok := dense.nextWakeup(100 * time.Millisecond); !ok || w != 100*time.Millisecond+wakeupGap {
+		t.Errorf("dense: %v %v, want now + %v", w, ok, wakeupGap)
+	}
+}
