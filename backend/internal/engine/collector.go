@@ -35,6 +35,10 @@ type collector struct {
 	boundCPU           float64
 	levels             []levelAgg // concurrency-sweep only
 	nameCur, namePrev  []metrics.NameCount
+
+	// reused every second: no per-second histogram allocation but the encoded string
+	hist, lagHist *hdr.Histogram
+	enc           metrics.HistEncoder
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -53,6 +57,7 @@ func newCollector(e *Engine) *collector {
 		e: e, sampler: procstat.New(),
 		cur: metrics.NewCounts(), prev: metrics.NewCounts(), delta: metrics.NewCounts(),
 		lastTick: e.start,
+		hist:     metrics.NewHist(), lagHist: metrics.NewHist(),
 		boundCPU: boundFraction * 100 * float64(runtime.GOMAXPROCS(0)),
 	}
 }
@@ -108,8 +113,10 @@ func (c *collector) tick(now time.Time, final bool) {
 	c.lastTick = now
 	c.k++
 	ps := c.sampler.Read()
-	h := metrics.HistFromCounts(d.Lat)
-	lagP99 := metrics.Percentile(metrics.HistFromCounts(d.Lag), 99)
+	h := c.hist
+	metrics.FillHist(h, d.Lat)
+	metrics.FillHist(c.lagHist, d.Lag)
+	lagP99 := metrics.Percentile(c.lagHist, 99)
 	s := metrics.Sample{
 		T:                 now.UnixMilli(),
 		ElapsedS:          c.k,
@@ -156,9 +163,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		}
 		c.nameCur, c.namePrev = c.namePrev, c.nameCur
 	}
-	if enc, err := metrics.EncodeHist(h); err == nil {
-		s.Hist = enc
-	}
+	s.Hist = c.enc.Encode(d.Lat)
 	c.seconds++
 	c.cpuSum += ps.CPUPercent
 	c.cpuMax = math.Max(c.cpuMax, ps.CPUPercent)
@@ -229,9 +234,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		// One request name: the run's figures are that name's figures.
 		s.ByName[c.e.reqs[0].r.Name] = metrics.NameStats{Requests: s.Requests, Errors: s.Errors, Latency: s.Latency}
 	}
-	if enc, err := metrics.EncodeHist(lat); err == nil {
-		s.Hist = enc
-	}
+	s.Hist = c.enc.Encode(t.Lat)
 	if c.levels != nil {
 		s.Sweep = c.sweepRows()
 		s.SweepLimitedBy = limitedBy(s.Sweep)

@@ -91,8 +91,9 @@ type Engine struct {
 type reqSpec struct {
 	r        plan.Request
 	scheme   string
-	hostport string // the URL's host[:port]; each VU maps it to an address with addrFor
-	host     string // the URL's host name, for SNI
+	hostport string   // the URL's host[:port]; each VU maps it to an address with addrFor
+	addrs    []string // addrFor for VU 0..n-1: VU i dials addrs[i mod n]
+	host     string   // the URL's host name, for SNI
 	tls      bool
 	name     int // index into names
 
@@ -260,7 +261,16 @@ func (e *Engine) spec(r plan.Request) (reqSpec, error) {
 	if err != nil {
 		return reqSpec{}, fmt.Errorf("request %q: %w", r.Name, err)
 	}
-	return reqSpec{r: r, scheme: u.Scheme, hostport: u.Host, host: u.Hostname(), tls: u.Scheme == "https"}, nil
+	s := reqSpec{r: r, scheme: u.Scheme, hostport: u.Host, host: u.Hostname(), tls: u.Scheme == "https"}
+	// the addresses VUs dial, worked out once: VU i takes addrs[i mod n]
+	n := 1
+	if to, ok := e.p.HTTP.Hosts[strings.Trim(u.Hostname(), "[]")]; ok {
+		n = strings.Count(to, ",") + 1
+	}
+	for i := 0; i < n; i++ {
+		s.addrs = append(s.addrs, e.addrFor(s.scheme, s.hostport, i))
+	}
+	return s, nil
 }
 
 // addrFor maps a URL host (with optional port) to the address VU vuID dials, applying http.hosts.

@@ -89,9 +89,9 @@ func (t tmpl) render(dst []byte, v *vu) []byte {
 		case partIteration:
 			dst = strconv.AppendInt(dst, v.iter, 10)
 		case partUUID:
-			dst = appendUUID(dst, v.rng)
+			dst = appendUUID(dst, v.rand())
 		case partRandInt:
-			dst = strconv.AppendInt(dst, p.a+v.rng.Int64N(p.b-p.a+1), 10)
+			dst = strconv.AppendInt(dst, p.a+v.rand().Int64N(p.b-p.a+1), 10)
 		case partData:
 			if v.row != nil {
 				dst = append(dst, v.row[p.idx]...)

@@ -44,7 +44,7 @@ type vu struct {
 	clients   []*httpConn // one per address the VU has talked to (client.go)
 	resp      *fasthttp.Response
 	redirect  *fasthttp.Request // scratch request for followed redirects
-	rng       *rand.Rand
+	rng       *rand.Rand // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout   time.Duration
 	state     atomic.Int32
 	streaming bool
@@ -66,7 +66,6 @@ type vu struct {
 func newVU(e *Engine, id int) *vu {
 	v := &vu{
 		e: e, id: id, shard: e.rec.Shard(id), resp: &fasthttp.Response{},
-		rng:         rand.New(rand.NewPCG(uint64(id), uint64(e.start.UnixNano()))),
 		timeout:     e.p.HTTP.Timeout.D(),
 		vars:        make([][]byte, e.extractSlots),
 		checkCounts: e.checkCounts[id%len(e.checkCounts)],
@@ -75,7 +74,7 @@ func newVU(e *Engine, id int) *vu {
 	v.timer.Stop()
 	for i := range e.reqs {
 		s := &e.reqs[i]
-		c := v.client(s.tls, e.addrFor(s.scheme, s.hostport, id), s.host)
+		c := v.client(s.tls, s.addrs[id%len(s.addrs)], s.host)
 		req := s.request(e.p.HTTP.KeepAliveOn())
 		vr := vuReq{spec: s, req: req, client: c}
 		if e.names != nil {
@@ -84,6 +83,14 @@ func newVU(e *Engine, id int) *vu {
 		v.reqs = append(v.reqs, vr)
 	}
 	return v
+}
+
+// rand returns the VU's random source, seeded by VU number and run start.
+func (v *vu) rand() *rand.Rand {
+	if v.rng == nil {
+		v.rng = rand.New(rand.NewPCG(uint64(v.id), uint64(v.e.start.UnixNano())))
+	}
+	return v.rng
 }
 
 // request builds the fasthttp request of a spec (templated parts are rendered per iteration).
@@ -207,7 +214,7 @@ func (v *vu) think(r *vuReq) {
 	}
 	d := lo
 	if hi > lo {
-		d += time.Duration(v.rng.Int64N(int64(hi - lo + 1)))
+		d += time.Duration(v.rand().Int64N(int64(hi - lo + 1)))
 	}
 	for d > 0 && !v.e.stop.Load() {
 		step := min(d, parkStep)
@@ -239,7 +246,7 @@ func (v *vu) pick() *vuReq {
 		return &v.reqs[0]
 	}
 	w := v.e.weights
-	x := v.rng.IntN(w[len(w)-1])
+	x := v.rand().IntN(w[len(w)-1])
 	for i, c := range w {
 		if x < c {
 			return &v.reqs[i]

@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+func randomCounts(r *rand.Rand, values int) []int64 {
+	counts := make([]int64, CountsLen)
+	for i := 0; i < values; i++ {
+		// log-uniform over the whole range, so every bucket region and long zero runs occur
+		v := int64(1) << r.IntN(32)
+		v += r.Int64N(v)
+		counts[countsIndex(v)] += 1 + r.Int64N(1<<r.IntN(40))
+	}
+	return counts
+}
+
+// What HistEncoder writes, hdrhistogram-go decodes into the same histogram as the library's own
+// import of the counts — for empty, tiny, huge-count and random histograms.
+func TestHistEncoderRoundTripsThroughTheLibrary(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := [][]int64{make([]int64, CountsLen)}
+	one := make([]int64, CountsLen)
+	one[countsIndex(1)] = 1
+	big := make([]int64, CountsLen)
+	big[countsIndex(HighestUs)] = 1 << 62
+	cases = append(cases, one, big)
+	for i := 0; i < 50; i++ {
+		cases = append(cases, randomCounts(r, 1+r.IntN(3000)))
+	}
+	var e HistEncoder
+	for i, counts := range cases {
+		got, err := hdr.Decode([]byte(e.Encode(counts)))
+		if err != nil {
+			t.Fatalf("case %d: decode: %v", i, err)
+		}
+		if want := HistFromCounts(counts); !got.Equals(want) {
+			t.Fatalf("case %d: decoded %d values (max %d), want %d (max %d)", i, got.TotalCount(), got.Max(), want.TotalCount(), want.Max())
+		}
+	}
+}
+
+func TestFillHistEqualsImport(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	h := NewHist()
+	for i := 0; i < 20; i++ {
+		counts := randomCounts(r, 1+r.IntN(5000))
+		FillHist(h, counts)
+		if want := HistFromCounts(counts); !h.Equals(want) || h.Export().Counts[countsIndex(7)] != counts[countsIndex(7)] {
+			t.Fatalf("case %d: filled %d values, imported %d", i, h.TotalCount(), want.TotalCount())
+		}
+	}
+	for i := 0; i <= countsIndex(HighestUs); i += 97 {
+		if got := countsIndex(indexValue(i)); got != i {
+			t.Fatalf("countsIndex(indexValue(%d)) = %d", i, got)
+		}
+	}
+}
+
+// The collector's per-second histogram work: encode and fill allocate nothing but the string.
+func BenchmarkHistEncode(b *testing.B) {
+	counts := randomCounts(rand.New(rand.NewPCG(5, 6)), 2000)
+	var e HistEncoder
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = e.Encode(counts)
+	}
+}
+
+func BenchmarkHistEncodeLibrary(b *testing.B) {
+	h := HistFromCounts(randomCounts(rand.New(rand.NewPCG(5, 6)), 2000))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = EncodeHist(h)
+	}
+}
+
+func BenchmarkFillHist(b *testing.B) {
+	counts := randomCounts(rand.New(rand.NewPCG(5, 6)), 2000)
+	h := NewHist()
+	b.ReportAllocs()
+	for b.Loop() {
+		FillHist(h, counts)
+	}
+}
