@@ -33,6 +33,25 @@ func (v *vu) closedLoop() {
 			}
 		}
 		v.iteration(now, now)
+		v.pause()
+	}
+}
+
+// outOfFilesPause is how long a closed-model VU waits after its connect failed for want of file
+// descriptors (too_many_open_files). Retrying at once cannot succeed until other sockets close: a
+// run with more VUs than the open-files limit allows otherwise spins through millions of such
+// failures a second, burning the CPU and memory the working VUs need. Target failures (refused,
+// timed out, reset) are not paused: they are the target's answer and are counted as they come.
+const outOfFilesPause = 100 * time.Millisecond
+
+// pause holds a closed-model VU after an iteration that ran out of file descriptors.
+func (v *vu) pause() {
+	if !v.outOfFiles {
+		return
+	}
+	v.outOfFiles = false
+	for d := outOfFilesPause; d > 0 && !v.e.stop.Load(); d -= parkStep {
+		time.Sleep(min(d, parkStep))
 	}
 }
 
@@ -64,6 +83,7 @@ func (v *vu) profileLoop() {
 				e.rec.VUStarted()
 			}
 			v.iteration(elapsed, elapsed)
+			v.pause()
 			continue
 		}
 		if active {

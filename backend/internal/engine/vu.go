@@ -44,7 +44,7 @@ type vu struct {
 	clients   []*httpConn // one per address the VU has talked to (client.go)
 	resp      *fasthttp.Response
 	redirect  *fasthttp.Request // scratch request for followed redirects
-	rng       *rand.Rand // made on first use (random think times, weights, {{randInt}}, {{uuid}})
+	rng       *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout   time.Duration
 	state     atomic.Int32
 	streaming bool
@@ -56,6 +56,8 @@ type vu struct {
 	timer    *time.Timer
 	conn     atomic.Pointer[countingConn] // the connection the VU last wrote to
 	dialled  bool                         // the VU has made its first connect (conn.go)
+
+	outOfFiles bool // the last request failed for want of file descriptors (executors.go: pause)
 
 	iter        int64    // iterations started by this VU ({{iteration}})
 	row         [][]byte // the data row of the current iteration
@@ -293,6 +295,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		v.shard.Interrupted()
 		return
 	}
+	v.outOfFiles = kind == metrics.TooManyOpenFiles
 	o := metrics.Outcome{Kind: kind}
 	if kind == metrics.KindNone || kind == metrics.RedirectLoop && v.resp.StatusCode() > 0 {
 		status := v.resp.StatusCode()
