@@ -10,6 +10,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -32,8 +33,9 @@ type StoreSink struct {
 	errors   int64
 }
 
-// Sample implements runner.Sink.
-func (k *StoreSink) Sample(runID int64, s metrics.Sample) {
+// Sample implements runner.Sink: one transaction for the second's row and the run's totals.
+// The sample's JSON is the runner's shared encoding (the live stream sends the same bytes).
+func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
 	if k.runID != runID || k.merged == nil {
 		k.runID, k.merged, k.requests, k.errors = runID, metrics.NewHist(), 0, 0
 	}
@@ -42,7 +44,7 @@ func (k *StoreSink) Sample(runID int64, s metrics.Sample) {
 	if h, err := metrics.DecodeHist(s.Hist); err == nil {
 		k.merged.Merge(h)
 	}
-	data, err := json.Marshal(s)
+	data, err := s.JSON()
 	if err != nil {
 		k.Log.Error("encode sample", "run", runID, "err", err)
 		return
@@ -90,9 +92,10 @@ type HubSink struct {
 	Log *slog.Logger
 }
 
-// Sample implements runner.Sink.
-func (k *HubSink) Sample(runID int64, s metrics.Sample) {
-	msg, err := sampleMessage(json.Marshal(s))
+// Sample implements runner.Sink: the message wraps the runner's shared encoding of the sample,
+// and the hub sends that one message to every viewer.
+func (k *HubSink) Sample(runID int64, s *runner.Sample) {
+	msg, err := sampleMessage(s.JSON())
 	if err != nil {
 		k.Log.Error("encode sample", "run", runID, "err", err)
 		return
@@ -132,11 +135,18 @@ type liveMessage struct {
 	Run  any             `json:"run,omitempty"`
 }
 
+// sampleMessage wraps a sample's JSON (compact, as json.Marshal writes it) in the live envelope:
+// the bytes json.Marshal(liveMessage{Type: "sample", Data: data}) would give, without decoding
+// and re-encoding the sample.
 func sampleMessage(data []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(liveMessage{Type: "sample", Data: data})
+	const head, tail = `{"type":"sample","data":`, `}`
+	msg := make([]byte, 0, len(head)+len(data)+len(tail))
+	msg = append(msg, head...)
+	msg = append(msg, data...)
+	return append(msg, tail...), nil
 }
 
 func summaryMessage(summary []byte, run any) []byte {

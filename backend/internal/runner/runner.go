@@ -7,6 +7,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +30,31 @@ const (
 
 // Sink receives a run's events in order, from its own goroutine. A sink may be slow: the runner
 // buffers up to SinkBuffer events per sink and drops (and logs) beyond that rather than wait.
+// Every sink receives the same *Sample: it must not modify it.
 type Sink interface {
-	Sample(runID int64, s metrics.Sample)
+	Sample(runID int64, s *Sample)
 	Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error)
+}
+
+// Sample is one second of a run as the sinks receive it: the engine's sample and its JSON
+// encoding, made once (by the first sink that asks for it, never by the engine's collector) and
+// shared by every sink, so storing a second and streaming it to any number of viewers costs one
+// encoding.
+type Sample struct {
+	metrics.Sample
+	once sync.Once
+	data []byte
+	err  error
+}
+
+// NewSample wraps s for the sinks (tests and callers outside the runner).
+func NewSample(s metrics.Sample) *Sample { return &Sample{Sample: s} }
+
+// JSON returns the sample's JSON encoding (json.Marshal of the metrics.Sample). The bytes are
+// shared by every sink: read them, never modify them.
+func (s *Sample) JSON() ([]byte, error) {
+	s.once.Do(func() { s.data, s.err = json.Marshal(&s.Sample) })
+	return s.data, s.err
 }
 
 // SinkBuffer is how many events a sink may fall behind before events are dropped (an hour of
@@ -87,7 +110,7 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	var eng *engine.Engine
 	var id int64
 	eng, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
-		r.fanOut(outs, event{sample: &s}, id)
+		r.fanOut(outs, event{sample: NewSample(s)}, id)
 	}})
 	if err != nil {
 		return 0, err
@@ -206,7 +229,7 @@ type finish struct {
 }
 
 type event struct {
-	sample *metrics.Sample
+	sample *Sample // shared by every sink
 	finish *finish
 }
 
@@ -223,7 +246,7 @@ func (r *Runner) fanOut(outs []chan event, ev event, id int64) {
 func drain(id int64, s Sink, in <-chan event) {
 	for ev := range in {
 		if ev.sample != nil {
-			s.Sample(id, *ev.sample)
+			s.Sample(id, ev.sample)
 		} else if f := ev.finish; f != nil {
 			s.Finish(id, f.status, f.started, f.ended, f.sum, f.err)
 		}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 type recSink struct {
 	mu       sync.Mutex
 	seconds  []int
+	encoded  [][]byte // each second's shared JSON (when encode is set)
+	encode   bool
 	status   string
 	sum      *metrics.Summary
 	delay    time.Duration
@@ -29,10 +32,18 @@ func newRecSink(delay time.Duration) *recSink {
 	return &recSink{delay: delay, finished: make(chan struct{})}
 }
 
-func (s *recSink) Sample(_ int64, smp metrics.Sample) {
+func (s *recSink) Sample(_ int64, smp *Sample) {
 	time.Sleep(s.delay)
+	var data []byte
+	if s.encode {
+		var err error
+		if data, err = smp.JSON(); err != nil {
+			panic(err)
+		}
+	}
 	s.mu.Lock()
 	s.seconds = append(s.seconds, smp.ElapsedS)
+	s.encoded = append(s.encoded, data)
 	s.mu.Unlock()
 }
 
@@ -123,5 +134,39 @@ func TestCreateFailureStartsNothing(t *testing.T) {
 	}
 	if _, ok := rn.Active(); ok {
 		t.Error("a run is active although it could not be recorded")
+	}
+}
+
+// Every sink gets the same sample, encoded to JSON once: the bytes two sinks read are one slice.
+func TestSinksShareOneEncodingPerSample(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	a, b := newRecSink(0), newRecSink(0)
+	a.encode, b.encode = true, true
+	rn := New(quiet(), a, b)
+	if _, err := rn.Start(testPlan(t, tg.URL, "2s"), func(time.Time) (int64, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-rn.Done(1)
+	if len(a.encoded) != 2 || len(b.encoded) != 2 {
+		t.Fatalf("seconds: %v / %v", a.seconds, b.seconds)
+	}
+	for i := range a.encoded {
+		if &a.encoded[i][0] != &b.encoded[i][0] {
+			t.Errorf("second %d was encoded once per sink", i+1)
+		}
+		var got metrics.Sample
+		if err := json.Unmarshal(a.encoded[i], &got); err != nil || got.ElapsedS != i+1 || got.Requests == 0 {
+			t.Errorf("second %d: %s (%v)", i+1, a.encoded[i], err)
+		}
+	}
+}
+
+func TestSampleJSONIsTheSamplesEncoding(t *testing.T) {
+	m := metrics.Sample{T: 1700000000000, ElapsedS: 3, IntervalS: 1, Requests: 10, Successes: 9, Errors: 1,
+		StatusCodes: map[string]int64{"200": 9, "500": 1}, ErrorKinds: map[string]int64{"status_5xx": 1}, Hist: "HISTFAA="}
+	want, _ := json.Marshal(m)
+	got, err := NewSample(m).JSON()
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("JSON() = %s, %v; want %s", got, err, want)
 	}
 }
