@@ -52,3 +52,24 @@ func TestBodyFramings(t *testing.T) {
 		}
 	})
 }
+
+// A templated URL is rendered into the VU's reused request every iteration and must go out in
+// origin form (GET /t/1 HTTP/1.1), never as the absolute URL.
+func TestTemplatedURLsGoOutInOriginForm(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+	})
+	run(t, mustPlan(t, `{"name":"t","requests":[{"url":"`+tg.URL+`/t/{{iteration}}?q={{vu}}"},
+		{"method":"POST","url":"`+tg.URL+`/u/{{iteration}}","body":"x"}],"flow":"sequence",
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":3}}`))
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"GET /t/0?q=1", "POST /u/0", "GET /t/1?q=1", "POST /u/1", "GET /t/2?q=1", "POST /u/2"}
+	if strings.Join(seen, ", ") != strings.Join(want, ", ") {
+		t.Errorf("request lines:\n got %v\nwant %v", seen, want)
+	}
+}

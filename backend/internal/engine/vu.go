@@ -231,6 +231,10 @@ func (v *vu) prepare(r *vuReq) {
 	if s.urlT != nil {
 		r.buf = s.urlT.render(r.buf[:0], v)
 		r.req.SetRequestURIBytes(r.buf)
+		// Parse it now: fasthttp writes a request line from the parsed URI (origin form, /path)
+		// only when the URI has been parsed since it was set; otherwise it sends the raw,
+		// absolute URL.
+		r.req.URI().DisablePathNormalizing = true
 	}
 	for _, h := range s.hdrT {
 		r.buf = h.t.render(r.buf[:0], v)
