@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -189,6 +190,16 @@ func TestCLIRunThresholdExitCode(t *testing.T) {
 		t.Error("an invalid plan still wrote a summary file")
 	}
 	t.Logf("invalid plan: exit %d, stderr:\n%s", code, stderr)
+
+	// command-line mistakes are bad input too (2), never a failed threshold (1)
+	for _, args := range [][]string{
+		{"run"}, {"run", bad, "--no-such-flag"}, {"run", bad, "--pprof", "0.0.0.0:6060"}, {"no-such-command"},
+	} {
+		code, _, stderr := runCLI(t, 20*time.Second, args...)
+		if code != 2 || !strings.Contains(stderr, "volley:") {
+			t.Errorf("volley %v: exit %d, want 2 with a message; stderr:\n%s", args, code, stderr)
+		}
+	}
 }
 
 // containsField reports whether field appears in s as a whole path ("load.vus", not "load.vuses").

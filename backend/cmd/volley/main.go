@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -22,17 +24,48 @@ func main() {
 	}
 	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd())
 	pprofFlag(root)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, c := range root.Commands() {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+	}
 	if err := root.Execute(); err != nil {
 		code := 1
+		var ue usageError
 		if ec, ok := err.(exitCode); ok {
 			code = int(ec)
 			if code == 0 {
 				return
 			}
 		} else {
+			if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+				code = exitUsage
+			}
 			fmt.Fprintln(os.Stderr, "volley:", err)
 		}
 		os.Exit(code)
+	}
+}
+
+// exitUsage is the status for a command line Volley cannot accept (unknown command or flag, wrong
+// arguments, a bad flag value): 2, like an invalid plan, so that CI never reads a typo as a failed
+// threshold (1).
+const exitUsage = 2
+
+// usageError marks a command-line mistake (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usageArgs wraps a command's argument check so that its errors are usage errors.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := check(c, args); err != nil {
+			return usageError{err}
+		}
+		return nil
 	}
 }
 

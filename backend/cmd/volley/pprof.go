@@ -17,7 +17,7 @@ import (
 //	volley run plan.json --pprof 127.0.0.1:6060 &
 //	go tool pprof http://127.0.0.1:6060/debug/pprof/heap
 //
-// Only loopback addresses are accepted: the endpoints expose the process's memory and stacks.
+// Only loopback addresses (or localhost) are accepted: the endpoints expose the process's memory and stacks.
 // Heap profiles are sampled every 4 KiB allocated (instead of 512 KiB) while the flag is set.
 func pprofFlag(root *cobra.Command) {
 	var addr string
@@ -28,8 +28,8 @@ func pprofFlag(root *cobra.Command) {
 			return nil
 		}
 		host, _, err := net.SplitHostPort(addr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060", addr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return usageError{fmt.Errorf("--pprof %q: want a loopback host:port such as 127.0.0.1:6060", addr)}
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

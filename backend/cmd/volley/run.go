@@ -27,7 +27,7 @@ func runCmd() *cobra.Command {
 		Use:   "run PLAN.json",
 		Short: "Run a plan headless: live progress, end-of-run table, exit 1 if a threshold fails",
 		Long: `Run a plan file without the web UI (for CI and quick checks).
-Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan is invalid;
+Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
 3 the run could not start or its results could not be written; 130 stopped by Ctrl-C or SIGTERM
 (the summary of what ran is still printed and written).`,
 		Args: cobra.ExactArgs(1),
@@ -143,8 +143,16 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	fmt.Fprintf(tw, "requests\t%d\t(%d ok, %d errors, %d interrupted)\n", s.Requests, s.Successes, s.Errors, s.Interrupted)
 	fmt.Fprintf(tw, "duration\t%.2fs\n", s.DurationS)
 	fmt.Fprintf(tw, "throughput\t%.1f req/s\t(send rate %.1f/s)\n", s.RPS, s.SendRate)
+	if s.DroppedIterations > 0 {
+		fmt.Fprintf(tw, "dropped\t%d iterations\t(no free VU within 10 ms of their due time: raise max_vus)\n", s.DroppedIterations)
+	}
 	l := s.Latency
-	fmt.Fprintf(tw, "latency ms\tmin %.3f\tmean %.3f\tp50 %.3f\tp90 %.3f\tp95 %.3f\tp99 %.3f\tmax %.3f\n", l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
+	if l == (metrics.Latency{}) {
+		// failed requests without a response (timeouts, refused, resets) have no latency
+		fmt.Fprintf(tw, "latency ms\t– (no response received)\n")
+	} else {
+		fmt.Fprintf(tw, "latency ms\tmin %.3f\tmean %.3f\tp50 %.3f\tp90 %.3f\tp95 %.3f\tp99 %.3f\tmax %.3f\n", l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
+	}
 	fmt.Fprintf(tw, "status codes\t%s\n", kv(s.StatusCodes))
 	if len(s.ErrorKinds) > 0 {
 		fmt.Fprintf(tw, "errors by kind\t%s\n", kv(s.ErrorKinds))
