@@ -196,6 +196,13 @@ func Parse(data []byte) (*Plan, error) {
 			}
 		}
 	}
+	if l, ok := raw.(map[string]any)["load"].(map[string]any); ok {
+		if s, ok := l["graceful_stop"].(string); ok {
+			if d, err := time.ParseDuration(s); err == nil && d == 0 {
+				verr.add("load.graceful_stop", "must be positive: leave it out for the default 5s, or give e.g. 1ms to cut requests off at the end")
+			}
+		}
+	}
 	// Validate the values of what is well-shaped too, so one answer names every problem.
 	clean, _ := json.Marshal(raw)
 	var p Plan

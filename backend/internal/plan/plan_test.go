@@ -160,3 +160,16 @@ func TestParseRejectsTrailingDataZeroTimeoutAndSchemelessURLs(t *testing.T) {
 		t.Errorf("schemeless URL: %v", err)
 	}
 }
+
+// An explicit zero graceful stop used to become the 5 s default silently; it is refused instead.
+func TestZeroGracefulStopIsRefused(t *testing.T) {
+	_, err := Parse([]byte(`{"name":"t","requests":[{"url":"http://127.0.0.1:1/"}],"load":{"vus":1,"duration":"1s","graceful_stop":"0s"}}`))
+	ve, ok := err.(*ValidationError)
+	if !ok || ve.Fields["load.graceful_stop"] == "" {
+		t.Fatalf("want a load.graceful_stop error, got %v", err)
+	}
+	p, err := Parse([]byte(`{"name":"t","requests":[{"url":"http://127.0.0.1:1/"}],"load":{"vus":1,"duration":"1s","graceful_stop":"1ms"}}`))
+	if err != nil || p.Load.GracefulStop.D() != time.Millisecond {
+		t.Fatalf("1ms: %v %v", p, err)
+	}
+}
