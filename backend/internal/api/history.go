@@ -33,19 +33,33 @@ func badRequest(format string, args ...any) *Error {
 	return errf(http.StatusBadRequest, "bad_request", format, args...)
 }
 
+// runQueryParams are the query parameters GET /api/runs understands; any other is refused, so a
+// misspelt filter is an error instead of an unfiltered list.
+var runQueryParams = []string{"plan_id", "status", "tag", "from", "to", "thresholds", "sort", "order", "limit", "offset"}
+
 // runFilter reads GET /api/runs' query: plan_id, status, tag, from, to, thresholds, sort, order,
 // limit, offset.
 func runFilter(c *gin.Context) (store.RunFilter, error) {
 	f := store.RunFilter{Status: c.Query("status"), Tag: c.Query("tag"), Thresholds: c.Query("thresholds"),
 		Sort: c.Query("sort"), Order: c.Query("order")}
-	for name, dst := range map[string]*int{"limit": &f.Limit, "offset": &f.Offset} {
-		if v := c.Query(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return f, badRequest("%s must be a non-negative integer", name)
-			}
-			*dst = n
+	for name := range c.Request.URL.Query() {
+		if !slices.Contains(runQueryParams, name) {
+			return f, badRequest("unknown parameter %q (use %s)", name, strings.Join(runQueryParams, ", "))
 		}
+	}
+	if v := c.Query("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return f, badRequest("offset must be a non-negative integer")
+		}
+		f.Offset = n
+	}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxRunLimit {
+			return f, badRequest("limit must be an integer from 1 to %d", store.MaxRunLimit)
+		}
+		f.Limit = n
 	}
 	if v := c.Query("plan_id"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
