@@ -70,7 +70,7 @@ done
 for a in "${addrs[@]}"; do
   ok=0
   for _ in $(seq 50); do
-    if curl -fsS -o /dev/null --max-time 1 "http://$a/"; then ok=1; break; fi
+    if curl -fs -o /dev/null --max-time 1 "http://$a/"; then ok=1; break; fi
     sleep 0.1
   done
   [[ $ok == 1 ]] || { echo "target $a did not come up (see $OUT/target-*.log)" >&2; exit 1; }

@@ -110,7 +110,11 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: stopping the active run and saving it")
+	if id, ok := rn.Active(); ok {
+		log.Info("shutting down: stopping the active run and saving it", "run", id)
+	} else {
+		log.Info("shutting down")
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := rn.Shutdown(sctx); err != nil {

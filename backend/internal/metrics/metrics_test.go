@@ -151,7 +151,7 @@ func TestOutcomeAccounting(t *testing.T) {
 }
 
 // Percentiles of merged per-second histograms equal those of one histogram of all values, and
-// differ from the average of per-second percentiles (why DESIGN forbids averaging).
+// differ from the average of per-second percentiles (why Volley never averages percentiles).
 func TestMergedPercentilesAreExact(t *testing.T) {
 	all := NewHist()
 	merged := NewHist()

@@ -9,7 +9,7 @@ import (
 // success or exactly one kind.
 type ErrorKind uint8
 
-// Error kinds (DESIGN §4). KindNone means success.
+// Error kinds (the error_kinds keys of docs/api.md). KindNone means success.
 const (
 	KindNone ErrorKind = iota
 	ConnectRefused

@@ -60,7 +60,7 @@ type Store struct {
 //
 // Every connection runs with journal_mode=WAL, foreign_keys=ON, busy_timeout=5000 and
 // synchronous=NORMAL. Durability trade-off: in WAL mode with synchronous=NORMAL a commit is written
-// to the WAL (so it survives the process crashing or being killed, which is what DESIGN §7's "a
+// to the WAL (so it survives the process crashing or being killed, which is what Volley's promise "a
 // crash loses at most the current second" is about) but is fsynced only at checkpoints, so an OS
 // crash or power cut may lose the last few commits. synchronous=FULL would fsync each
 // AppendSample, one disk flush per second per run for protection against power loss we do not

@@ -55,7 +55,7 @@ export interface PlanHTTP {
   [extra: string]: unknown;
 }
 
-/** The plan JSON (DESIGN §3): the body of POST/PUT /api/plans. */
+/** The plan JSON (README, docs/api.md): the body of POST/PUT /api/plans. */
 export interface PlanSpec {
   name: string;
   requests: PlanRequest[];
