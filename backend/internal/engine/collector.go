@@ -322,21 +322,25 @@ func (c *collector) sweepRows() []metrics.SweepRow {
 }
 
 // limitedBy names what capped a sweep's throughput at its knee (or last level): the generator
-// when any of that level's seconds found it saturated, else the target.
+// when any of that level's seconds found it saturated, else the target. Without a knee and with
+// the generator never saturated, nothing was reached yet within the levels tried: "".
 func limitedBy(rows []metrics.SweepRow) string {
 	if len(rows) == 0 {
 		return ""
 	}
-	at := len(rows) - 1
+	at, knee := len(rows)-1, false
 	for i, r := range rows {
 		if r.Knee {
-			at = i
+			at, knee = i, true
 		}
 	}
-	if rows[at].GeneratorBoundSeconds > 0 {
+	switch {
+	case rows[at].GeneratorBoundSeconds > 0:
 		return "generator"
+	case knee:
+		return "target"
 	}
-	return "target"
+	return ""
 }
 
 func round(v float64, digits int) float64 {

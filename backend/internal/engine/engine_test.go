@@ -335,4 +335,8 @@ func TestSweepSaysWhatLimited(t *testing.T) {
 	if got := limitedBy(rows); got != "generator" {
 		t.Errorf("last level: %q", got)
 	}
+	rows[2].GeneratorBoundSeconds = 0 // no knee, generator never saturated: no limit reached yet
+	if got := limitedBy(rows); got != "" {
+		t.Errorf("still growing: %q", got)
+	}
 }
