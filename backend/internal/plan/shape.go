@@ -135,7 +135,10 @@ func join(path, key string) string {
 // parseURL accepts absolute http and https URLs with a host.
 func parseURL(raw string) (*url.URL, error) {
 	if !strings.Contains(raw, "://") {
-		return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://%s)", raw)
+		if raw != "" && !strings.ContainsAny(raw, " \t") {
+			return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://%s)", raw)
+		}
+		return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://127.0.0.1:8080/)")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
