@@ -3,20 +3,25 @@
 package engine
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // More VUs than file descriptors: the VUs that cannot get a socket count too_many_open_files and
 // pause before trying again, instead of spinning through failures; the VUs that did connect keep
-// working.
+// working. The target runs in a child process, so that only the VUs' sockets count against the
+// lowered limit.
 func TestOutOfFilesPausesTheVU(t *testing.T) {
-	tg := testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) {})
-	p := mustPlan(t, closedPlan(tg.URL, 60, "1s", "1s", ""))
+	addr := startHelperTarget(t)
+	p := mustPlan(t, closedPlan("http://"+addr+"/", 60, "1s", "1s", ""))
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip(err)
@@ -25,8 +30,7 @@ func TestOutOfFilesPausesTheVU(t *testing.T) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)
 	}
-	// room for ~20 client sockets (each connection also costs the in-process target one fd)
-	lim := syscall.Rlimit{Cur: uint64(len(fds) + 40), Max: old.Max}
+	lim := syscall.Rlimit{Cur: uint64(len(fds) + 20), Max: old.Max} // room for ~20 VU sockets
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		t.Skip(err)
 	}
@@ -35,11 +39,55 @@ func TestOutOfFilesPausesTheVU(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := sum.ErrorKinds["too_many_open_files"]
-	if out == 0 || sum.Successes == 0 {
-		t.Fatalf("want both: successes %d, kinds %v", sum.Successes, sum.ErrorKinds)
+	if out == 0 || sum.Successes == 0 || sum.Errors != out {
+		t.Fatalf("want successes and too_many_open_files only: successes %d, kinds %v", sum.Successes, sum.ErrorKinds)
 	}
 	// ≤ 60 VUs × (1 s / 100 ms + 1) attempts; without the pause it is hundreds of thousands
 	if out > 60*11 {
 		t.Errorf("%d too_many_open_files in 1 s: the failing VUs did not pause", out)
 	}
+}
+
+// startHelperTarget runs TestHelperTarget in a child process (the test binary itself) and returns
+// the address it serves on; the child ends when the test does.
+func startHelperTarget(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTarget$")
+	cmd.Env = append(os.Environ(), "VOLLEY_HELPER_TARGET=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close() // the child exits when its stdin closes
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper target: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestHelperTarget is not a test: it is the child process of startHelperTarget, an HTTP server
+// answering 200 until its stdin closes.
+func TestHelperTarget(t *testing.T) {
+	if os.Getenv("VOLLEY_HELPER_TARGET") != "1" {
+		t.Skip("the child process of startHelperTarget")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(ln.Addr().String())
+	go func() { _ = http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})) }()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
 }
