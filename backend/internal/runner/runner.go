@@ -30,7 +30,8 @@ const (
 
 // Sink receives a run's events in order, from its own goroutine. A sink may be slow: the runner
 // buffers up to SinkBuffer events per sink and drops (and logs) beyond that rather than wait.
-// Every sink receives the same *Sample: it must not modify it.
+// Every sink receives the same *Sample: it must not modify it. Finish reaches the sinks in the
+// order given to New, each after the previous sink's Finish has returned.
 type Sink interface {
 	Sample(runID int64, s *Sample)
 	Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error)
@@ -123,10 +124,10 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &active{id: id, cancel: cancel, done: make(chan struct{})}
 	r.active = a
-	var sinkWG sync.WaitGroup
+	drained := make([]chan struct{}, len(r.sinks))
 	for i, s := range r.sinks {
-		sinkWG.Add(1)
-		go func() { defer sinkWG.Done(); drain(id, s, outs[i]) }()
+		drained[i] = make(chan struct{})
+		go func() { defer close(drained[i]); drain(id, s, outs[i]) }()
 	}
 	r.wg.Add(1)
 	go func() {
@@ -144,11 +145,15 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 		}
 		r.mu.Unlock()
 		fin := event{finish: &finish{status: status, started: started, ended: ended, sum: sum, err: runErr}}
-		for _, o := range outs {
-			o <- fin // the summary is never dropped: wait for the sink to take it
+		// The summary is never dropped, and the sinks get it one after the other, in the order
+		// given to New: the store has saved the run before a viewer is told it ended, so a
+		// viewer that then asks for the run finds it finished. The run is "over" once every
+		// sink has its summary.
+		for i, o := range outs {
+			o <- fin
 			close(o)
+			<-drained[i]
 		}
-		sinkWG.Wait() // the run is "over" once every sink has its summary
 		r.mu.Lock()
 		r.active = nil
 		r.mu.Unlock()

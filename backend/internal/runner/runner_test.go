@@ -170,3 +170,33 @@ func TestSampleJSONIsTheSamplesEncoding(t *testing.T) {
 		t.Fatalf("JSON() = %s, %v; want %s", got, err, want)
 	}
 }
+
+// orderSink notes when its Finish began and returned.
+type orderSink struct {
+	*recSink
+	hold            time.Duration
+	began, returned time.Time
+}
+
+func (s *orderSink) Finish(id int64, status string, started, ended time.Time, sum *metrics.Summary, err error) {
+	s.began = time.Now()
+	time.Sleep(s.hold)
+	s.recSink.Finish(id, status, started, ended, sum, err)
+	s.returned = time.Now()
+}
+
+// The store is given first and the live stream second: a viewer is told the run ended only once
+// the run is stored, so it finds the run finished when it asks.
+func TestFinishReachesTheSinksInOrder(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	store := &orderSink{recSink: newRecSink(0), hold: 200 * time.Millisecond}
+	live := &orderSink{recSink: newRecSink(0)}
+	rn := New(quiet(), store, live)
+	if _, err := rn.Start(testPlan(t, tg.URL, "1s"), func(time.Time) (int64, error) { return 3, nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-rn.Done(3)
+	if store.returned.IsZero() || live.began.Before(store.returned) {
+		t.Errorf("second sink's Finish began %v, first sink's returned %v", live.began, store.returned)
+	}
+}
