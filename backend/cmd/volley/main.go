@@ -39,6 +39,7 @@ func main() {
 				return
 			}
 		} else {
+			// cobra reports an unknown subcommand of the (non-runnable) root as a plain error
 			if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 				code = exitUsage
 			}

@@ -74,7 +74,7 @@ func BenchmarkHistEncodeLibrary(b *testing.B) {
 	h := HistFromCounts(randomCounts(rand.New(rand.NewPCG(5, 6)), 2000))
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = EncodeHist(h)
+		_, _ = h.Encode(hdr.V2CompressedEncodingCookieBase)
 	}
 }
 

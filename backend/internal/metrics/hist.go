@@ -91,14 +91,15 @@ func HistFromCounts(counts []int64) *hdr.Histogram {
 	})
 }
 
-// EncodeHist serialises a histogram in the standard compressed HdrHistogram V2 form (base64),
-// so that histograms from several generators or seconds can be merged exactly later.
+// EncodeHist serialises a histogram with Volley's geometry in the standard compressed HdrHistogram
+// V2 form (base64), so that histograms from several generators or seconds can be merged exactly
+// later. It is HistEncoder's format; the collector keeps one HistEncoder instead of calling this.
 func EncodeHist(h *hdr.Histogram) (string, error) {
-	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
-	if err != nil {
-		return "", err
+	if h.LowestTrackableValue() != LowestUs || h.HighestTrackableValue() != HighestUs || h.SignificantFigures() != SigFigs {
+		return "", fmt.Errorf("histogram geometry %d–%d/%d is not Volley's", h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures())
 	}
-	return string(b), nil
+	var e HistEncoder
+	return e.Encode(h.Export().Counts), nil
 }
 
 // DecodeHist reverses EncodeHist.
