@@ -39,8 +39,8 @@ func between(t *testing.T, what string, v, lo, hi float64) {
 }
 
 // stallTarget answers at once, except that every request arriving between 2 s and 4 s after
-// t0 is held until the 4 s mark.
-func stallTarget(t *testing.T) (*testutil.Target, *time.Time) {
+// t0 is held until the 4 s mark. Calling the returned function sets t0 to now.
+func stallTarget(t *testing.T) (*testutil.Target, func()) {
 	var t0 time.Time
 	var mu sync.Mutex
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
@@ -52,13 +52,17 @@ func stallTarget(t *testing.T) (*testutil.Target, *time.Time) {
 			time.Sleep(4*time.Second - el)
 		}
 	})
-	return tg, &t0
+	return tg, func() {
+		mu.Lock()
+		t0 = time.Now()
+		mu.Unlock()
+	}
 }
 
 func TestOpenModelSeesAStallInItsPercentiles(t *testing.T) {
-	tg, t0 := stallTarget(t)
+	tg, startClock := stallTarget(t)
 	p := mustPlan(t, openPlan(tg.URL, 100, "6s", 400, "5s", ""))
-	*t0 = time.Now()
+	startClock()
 	sum, _ := run(t, p)
 	between(t, "requests", float64(sum.Requests), 597, 603)
 	if sum.Errors != 0 || sum.DroppedIterations != 0 {
@@ -78,9 +82,9 @@ func TestOpenModelSeesAStallInItsPercentiles(t *testing.T) {
 }
 
 func TestClosedModelKeepsTheStalledRequest(t *testing.T) {
-	tg, t0 := stallTarget(t)
+	tg, startClock := stallTarget(t)
 	p := mustPlan(t, closedPlan(tg.URL, 1, "6s", "5s", ""))
-	*t0 = time.Now()
+	startClock()
 	sum, _ := run(t, p)
 	between(t, "max ms", sum.Latency.Max, 1900, 2100)
 	if sum.Errors != 0 || sum.Requests+sum.Interrupted != tg.Requests() {

@@ -15,10 +15,17 @@ type countingConn struct {
 	net.Conn
 	vu     *vu
 	closed atomic.Bool
+	raw    rawIO // Linux TCP: reads and writes without waking sysmon (rawio_linux.go)
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
+	var n int
+	var err error
+	if c.raw.ok() {
+		n, err = c.raw.read(b)
+	} else {
+		n, err = c.Conn.Read(b)
+	}
 	if n > 0 {
 		c.vu.shard.BytesIn(n)
 	}
@@ -35,7 +42,13 @@ func (c *countingConn) Write(b []byte) (int, error) {
 			return 0, os.ErrDeadlineExceeded
 		}
 	}
-	n, err := c.Conn.Write(b)
+	var n int
+	var err error
+	if c.raw.ok() {
+		n, err = c.raw.write(b)
+	} else {
+		n, err = c.Conn.Write(b)
+	}
 	if n > 0 {
 		c.vu.shard.BytesOut(n)
 	}
@@ -84,7 +97,9 @@ func (v *vu) dial(addr string) (net.Conn, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	v.e.rec.ConnOpened()
-	return &countingConn{Conn: c, vu: v}, nil
+	cc := &countingConn{Conn: c, vu: v}
+	cc.raw.init(c)
+	return cc, nil
 }
 
 // dialAside connects on a short-lived goroutine of its own. net.Dial's call chain is deep: run on
