@@ -35,7 +35,9 @@ func pprofFlag(root *cobra.Command) {
 		if err != nil {
 			return fmt.Errorf("--pprof: %w", err)
 		}
-		runtime.MemProfileRate = 4096 // finer heap profiles than the default 512 KiB sampling
+		if runtime.MemProfileRate == 512<<10 { // not set by GODEBUG=memprofilerate=N
+			runtime.MemProfileRate = 4096 // finer heap profiles than the default 512 KiB sampling
+		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

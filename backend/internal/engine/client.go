@@ -30,24 +30,31 @@ type httpConn struct {
 	vu   *vu
 	conn net.Conn // nil between connections
 	br   *bufio.Reader
-	bw   *bufio.Writer
+	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 }
 
 // do sends req and reads the answer into resp. With stream, a body is left in resp.BodyStream()
 // for the caller, who must call finishStream after reading it.
-func (h *httpConn) do(req *fasthttp.Request, resp *fasthttp.Response, stream bool) error {
+func (h *httpConn) do(req *outgoing, resp *fasthttp.Response, stream bool) error {
 	if h.conn == nil {
 		if err := h.connect(); err != nil {
 			return err
 		}
 	}
 	resp.Reset()
-	resp.SkipBody = req.Header.IsHead()
+	resp.SkipBody = req.isHead()
 	resp.StreamBody = stream
 	resp.Header.DisableNormalizing()
-	err := req.Write(h.bw)
-	if err == nil {
-		err = h.bw.Flush()
+	var err error
+	if req.wire != nil {
+		_, err = h.conn.Write(req.wire)
+	} else {
+		if h.bw == nil {
+			h.bw = bufio.NewWriterSize(h.conn, h.vu.e.writeBuf)
+		}
+		if err = req.req.Write(h.bw); err == nil {
+			err = h.bw.Flush()
+		}
 	}
 	if err == nil {
 		err = resp.ReadLimitBody(h.br, 0)
@@ -62,16 +69,16 @@ func (h *httpConn) do(req *fasthttp.Request, resp *fasthttp.Response, stream boo
 	if stream && resp.BodyStream() != nil {
 		return nil // finishStream decides about the connection
 	}
-	if req.ConnectionClose() || resp.ConnectionClose() {
+	if req.closes() || resp.ConnectionClose() {
 		h.close()
 	}
 	return nil
 }
 
 // finishStream ends a streamed exchange: ok says the body was read to its end.
-func (h *httpConn) finishStream(req *fasthttp.Request, resp *fasthttp.Response, ok bool) {
+func (h *httpConn) finishStream(req *outgoing, resp *fasthttp.Response, ok bool) {
 	_ = resp.CloseBodyStream()
-	if !ok || req.ConnectionClose() || resp.ConnectionClose() {
+	if !ok || req.closes() || resp.ConnectionClose() {
 		h.close()
 	}
 }
@@ -87,9 +94,10 @@ func (h *httpConn) connect() error {
 	h.conn = c
 	if h.br == nil {
 		h.br = bufio.NewReaderSize(c, readBufferSize)
-		h.bw = bufio.NewWriterSize(c, h.vu.e.writeBuf)
 	} else {
 		h.br.Reset(c)
+	}
+	if h.bw != nil { // made on the first request that is not pre-serialized
 		h.bw.Reset(c)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,5 +73,49 @@ func TestTemplatedURLsGoOutInOriginForm(t *testing.T) {
 	want := []string{"GET /t/0?q=1", "POST /u/0", "GET /t/1?q=1", "POST /u/1", "GET /t/2?q=1", "POST /u/2"}
 	if strings.Join(seen, ", ") != strings.Join(want, ", ") {
 		t.Errorf("request lines:\n got %v\nwant %v", seen, want)
+	}
+}
+
+// A request without templated parts is serialized once and every VU writes those bytes; the
+// target must see exactly the request the plan describes, keep-alive or not.
+func TestPreSerializedRequestReachesTheTarget(t *testing.T) {
+	for _, keepAlive := range []bool{true, false} {
+		var mu sync.Mutex
+		var got []string
+		tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			got = append(got, fmt.Sprintf("%s %s host=%s ua=%s x=%s ct=%s len=%d body=%s close=%v",
+				r.Method, r.URL.RequestURI(), r.Host, r.UserAgent(), r.Header.Get("X-Test"),
+				r.Header.Get("Content-Type"), r.ContentLength, b, r.Close))
+			mu.Unlock()
+		})
+		p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"method":"POST","url":"%s/p?q=1",
+			"headers":{"Host":"api.example","X-Test":"yes","Content-Type":"application/json"},"body":"{\"a\":1}"}],
+			"load":{"executor":"constant-arrival-rate","rate":20,"duration":"1s","pre_allocated_vus":2,"max_vus":4},
+			"http":{"keep_alive":%v}}`, tg.URL, keepAlive))
+		e, err := New(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.reqs[0].wire == nil {
+			t.Fatal("a request without templates was not pre-serialized")
+		}
+		sum, _ := run(t, p)
+		want := fmt.Sprintf(`POST /p?q=1 host=api.example ua=volley x=yes ct=application/json len=7 body={"a":1} close=%v`, !keepAlive)
+		mu.Lock()
+		if sum.Requests != 20 || sum.Successes != 20 || len(got) != 20 {
+			t.Errorf("keep_alive %v: requests %d successes %d seen %d", keepAlive, sum.Requests, sum.Successes, len(got))
+		}
+		for _, g := range got {
+			if g != want {
+				t.Errorf("keep_alive %v: target saw\n  %s\nwant\n  %s", keepAlive, g, want)
+				break
+			}
+		}
+		mu.Unlock()
+		if conns := tg.Conns(); keepAlive && conns > 4 || !keepAlive && conns != 20 {
+			t.Errorf("keep_alive %v: %d connections for 20 requests", keepAlive, conns)
+		}
 	}
 }

@@ -97,7 +97,11 @@ type reqSpec struct {
 	tls      bool
 	name     int // index into names
 
-	urlT, bodyT      tmpl // nil: static
+	urlT, bodyT tmpl // nil: static
+	// wire is the whole request as sent, serialized once (serialize) when nothing in it is
+	// templated; nil otherwise, and each VU renders its own fasthttp.Request per iteration.
+	wire             []byte
+	head, connClose  bool // wire is a HEAD request; it asks to close the connection
 	hdrT             []hdrTmpl
 	checks           []check
 	extracts         []extract
@@ -181,6 +185,9 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	}
 	if len(names) > 1 {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
+	}
+	for i := range e.reqs {
+		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()

@@ -27,14 +27,13 @@ import (
 // socket goes through the poller exactly as net.Conn's own Read does — deadlines (the VU's
 // timeout, deadline.go) and Close interrupt it the same way.
 //
-// The read and write functions handed to the RawConn are built once per connection; a request
-// allocates nothing.
+// The function handed to the RawConn is built once per connection; a request allocates nothing.
 type rawIO struct {
 	rc      syscall.RawConn
 	conn    net.Conn
-	readFn  func(fd uintptr) bool
-	writeFn func(fd uintptr) bool
-	buf     []byte // the caller's buffer during one Read or Write
+	fn      func(fd uintptr) bool // r.call
+	writing bool                  // fn writes (else it reads)
+	buf     []byte                // the caller's buffer during one Read or Write
 	n       int
 	errno   syscall.Errno
 }
@@ -50,10 +49,17 @@ func (r *rawIO) init(c net.Conn) {
 		return
 	}
 	r.rc, r.conn = rc, c
-	r.readFn, r.writeFn = r.readOnce, r.writeAll
+	r.fn = r.call
 }
 
 func (r *rawIO) ok() bool { return r.rc != nil }
+
+func (r *rawIO) call(fd uintptr) bool {
+	if r.writing {
+		return r.writeAll(fd)
+	}
+	return r.readOnce(fd)
+}
 
 // readOnce is one read(2); false means the socket has nothing yet (wait in the poller).
 func (r *rawIO) readOnce(fd uintptr) bool {
@@ -99,8 +105,8 @@ func (r *rawIO) read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	r.buf, r.n, r.errno = b, 0, 0
-	err := r.rc.Read(r.readFn)
+	r.buf, r.n, r.errno, r.writing = b, 0, 0, false
+	err := r.rc.Read(r.fn)
 	r.buf = nil
 	switch {
 	case err != nil:
@@ -115,8 +121,8 @@ func (r *rawIO) read(b []byte) (int, error) {
 
 // write is net.Conn.Write over the raw socket.
 func (r *rawIO) write(b []byte) (int, error) {
-	r.buf, r.n, r.errno = b, 0, 0
-	err := r.rc.Write(r.writeFn)
+	r.buf, r.n, r.errno, r.writing = b, 0, 0, true
+	err := r.rc.Write(r.fn)
 	r.buf = nil
 	switch {
 	case err != nil:

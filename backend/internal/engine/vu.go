@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
 	"io"
@@ -29,7 +30,7 @@ const streamAbove = 256 << 10
 
 type vuReq struct {
 	spec   *reqSpec
-	req    *fasthttp.Request
+	req    *fasthttp.Request // the VU's own request, rendered every iteration; nil for a wire request (reqSpec.wire)
 	client *httpConn
 	name   *metrics.NameBlock // nil when the plan has one request name
 	buf    []byte             // render buffer for templated parts
@@ -77,8 +78,10 @@ func newVU(e *Engine, id int) *vu {
 	for i := range e.reqs {
 		s := &e.reqs[i]
 		c := v.client(s.tls, s.addrs[id%len(s.addrs)], s.host)
-		req := s.request(e.p.HTTP.KeepAliveOn())
-		vr := vuReq{spec: s, req: req, client: c}
+		vr := vuReq{spec: s, client: c}
+		if s.wire == nil {
+			vr.req = s.request(e.p.HTTP.KeepAliveOn())
+		}
 		if e.names != nil {
 			vr.name = e.names.Block(id, s.name)
 		}
@@ -98,6 +101,13 @@ func (v *vu) rand() *rand.Rand {
 // request builds the fasthttp request of a spec (templated parts are rendered per iteration).
 func (s *reqSpec) request(keepAlive bool) *fasthttp.Request {
 	req := &fasthttp.Request{}
+	s.fill(req, keepAlive)
+	return req
+}
+
+// fill sets req up as the spec's request, templated parts as written in the plan.
+func (s *reqSpec) fill(req *fasthttp.Request, keepAlive bool) {
+	req.Reset()
 	req.SetRequestURI(s.r.URL)
 	req.Header.SetMethod(s.r.Method)
 	req.UseHostHeader = true // the URL's host, or the plan's Host header, whatever address we dial
@@ -116,7 +126,55 @@ func (s *reqSpec) request(keepAlive bool) *fasthttp.Request {
 	if !keepAlive {
 		req.SetConnectionClose()
 	}
-	return req
+}
+
+// serialize sets s.wire: the request's bytes exactly as fasthttp writes them, when nothing in the
+// request is templated. Every VU then writes these same bytes (one shared, read-only slice) instead
+// of serializing its own copy of an identical request each time, as wrk does with its one request
+// buffer: less CPU per request, and no request object or write buffer per VU.
+func (s *reqSpec) serialize(keepAlive bool) {
+	if s.urlT != nil || s.bodyT != nil || len(s.hdrT) > 0 {
+		return
+	}
+	req := s.request(keepAlive)
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	if req.Write(w) != nil || w.Flush() != nil {
+		return // left to the VUs, whose request fails the same way, counted
+	}
+	s.wire = b.Bytes()
+	s.head = req.Header.IsHead()
+	s.connClose = req.ConnectionClose()
+}
+
+// outgoing is a request as a VU sends it: a spec's pre-serialized bytes, or a fasthttp request
+// written through the connection's buffer.
+type outgoing struct {
+	req             *fasthttp.Request // nil when wire is set
+	wire            []byte
+	head, connClose bool // of wire
+}
+
+func (o *outgoing) isHead() bool {
+	if o.req != nil {
+		return o.req.Header.IsHead()
+	}
+	return o.head
+}
+
+func (o *outgoing) closes() bool {
+	if o.req != nil {
+		return o.req.ConnectionClose()
+	}
+	return o.connClose
+}
+
+func (r *vuReq) outgoing() outgoing {
+	if r.req == nil {
+		s := r.spec
+		return outgoing{wire: s.wire, head: s.head, connClose: s.connClose}
+	}
+	return outgoing{req: r.req}
 }
 
 // writeBufferSize sizes the write buffer of every VU connection to the plan's largest request, as
@@ -275,10 +333,10 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	}
 	v.prepare(r)
 	v.arm(deadline, sent)
-	body, err := v.exchange(r.client, r.req)
+	body, err := v.exchange(r.client, r.outgoing())
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
-		body, kind = v.follow(r.req)
+		body, kind = v.follow(r)
 	}
 	if v.disarm() {
 		// The timer cut this request off (or its answer came only at the deadline): a timeout,
@@ -324,8 +382,8 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 // exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:
 // they are read into the reused response buffer, or streamed through scratch once a VU has seen a
 // large one.
-func (v *vu) exchange(c *httpConn, req *fasthttp.Request) (int64, error) {
-	if err := c.do(req, v.resp, v.streaming); err != nil {
+func (v *vu) exchange(c *httpConn, req outgoing) (int64, error) {
+	if err := c.do(&req, v.resp, v.streaming); err != nil {
 		return 0, err
 	}
 	if v.streaming {
@@ -334,7 +392,7 @@ func (v *vu) exchange(c *httpConn, req *fasthttp.Request) (int64, error) {
 				v.scratch = make([]byte, 32<<10)
 			}
 			n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{s}, v.scratch)
-			c.finishStream(req, v.resp, err == nil)
+			c.finishStream(&req, v.resp, err == nil)
 			return n, err
 		}
 		return int64(len(v.resp.Body())), nil
@@ -358,12 +416,16 @@ func isRedirect(status int) bool {
 
 // follow follows the redirect in v.resp until a non-redirect answer, within the same deadline (the
 // one armed by do); a chain is one logical request. More than max_redirects hops is a redirect_loop error.
-func (v *vu) follow(orig *fasthttp.Request) (int64, metrics.ErrorKind) {
+func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 	if v.redirect == nil {
 		v.redirect = &fasthttp.Request{}
 	}
 	req := v.redirect
-	orig.CopyTo(req)
+	if orig.req != nil {
+		orig.req.CopyTo(req)
+	} else {
+		orig.spec.fill(req, v.e.p.HTTP.KeepAliveOn())
+	}
 	var body int64
 	for hop := 1; ; hop++ {
 		status := v.resp.StatusCode()
@@ -394,7 +456,7 @@ func (v *vu) follow(orig *fasthttp.Request) (int64, metrics.ErrorKind) {
 		host := string(u.Host())
 		req.Header.SetHostBytes(u.Host())
 		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
-		n, err := v.exchange(c, req)
+		n, err := v.exchange(c, outgoing{req: req})
 		body = n
 		if err != nil {
 			return 0, classify(err)
