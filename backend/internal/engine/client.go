@@ -10,7 +10,9 @@ import (
 )
 
 // readBufferSize is each connection's read buffer. fasthttp parses a response header inside it,
-// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB).
+// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB). It is the
+// size bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation,
+// not two; TestReadBufferSize).
 const readBufferSize = 4096
 
 // httpConn is one VU's HTTP/1.1 keep-alive connection to one address: fasthttp's request writer
@@ -28,8 +30,8 @@ type httpConn struct {
 	addr string      // host:port dialled
 	tls  *tls.Config // nil for plain HTTP
 	vu   *vu
-	conn net.Conn // nil between connections
-	br   *bufio.Reader
+	conn net.Conn      // nil between connections
+	br   bufio.Reader  // its buffer is made on the first connect
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 }
 
@@ -57,7 +59,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response, stream bool) error
 		}
 	}
 	if err == nil {
-		err = resp.ReadLimitBody(h.br, 0)
+		err = resp.ReadLimitBody(&h.br, 0)
 	}
 	if err != nil {
 		h.close()
@@ -92,11 +94,7 @@ func (h *httpConn) connect() error {
 		c = tls.Client(c, h.tls) // the handshake runs on the first write, within the request's timeout
 	}
 	h.conn = c
-	if h.br == nil {
-		h.br = bufio.NewReaderSize(c, readBufferSize)
-	} else {
-		h.br.Reset(c)
-	}
+	h.br.Reset(c)
 	if h.bw != nil { // made on the first request that is not pre-serialized
 		h.bw.Reset(c)
 	}

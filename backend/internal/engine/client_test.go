@@ -119,3 +119,13 @@ func TestPreSerializedRequestReachesTheTarget(t *testing.T) {
 		}
 	}
 }
+
+// httpConn gets its read buffer from bufio.Reader.Reset on a zero Reader: that must be
+// readBufferSize, the largest response header a VU accepts.
+func TestReadBufferSize(t *testing.T) {
+	var h httpConn
+	h.br.Reset(strings.NewReader(""))
+	if h.br.Size() != readBufferSize {
+		t.Fatalf("read buffer %d B, want %d", h.br.Size(), readBufferSize)
+	}
+}

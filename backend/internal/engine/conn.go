@@ -111,7 +111,7 @@ func dialAside(addr string, timeout time.Duration) (net.Conn, error) {
 		c   net.Conn
 		err error
 	}
-	done := make(chan result, 1)
+	done := make(chan result) // unbuffered (one allocation, not two): the caller always receives
 	go func() {
 		d := net.Dialer{Timeout: timeout}
 		c, err := d.Dial("tcp", addr)

@@ -38,11 +38,17 @@ type vuReq struct {
 
 // vu is one virtual user: a goroutine running iterations with its own clients and buffers.
 type vu struct {
-	e         *Engine
-	id        int
-	shard     *metrics.Shard
-	reqs      []vuReq
-	clients   []*httpConn // one per address the VU has talked to (client.go)
+	e       *Engine
+	id      int
+	shard   *metrics.Shard
+	reqs    []vuReq
+	clients []*httpConn // one per address the VU has talked to (client.go)
+
+	// The first request spec and connection live in the VU itself (most plans have one of each):
+	// fewer allocations per VU at start.
+	reqs0     [1]vuReq
+	clients0  [1]*httpConn
+	conn0     httpConn
 	resp      *fasthttp.Response
 	redirect  *fasthttp.Request // scratch request for followed redirects
 	rng       *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
@@ -73,6 +79,7 @@ func newVU(e *Engine, id int) *vu {
 		vars:        make([][]byte, e.extractSlots),
 		checkCounts: e.checkCounts[id%len(e.checkCounts)],
 	}
+	v.reqs, v.clients = v.reqs0[:0], v.clients0[:0]
 	v.timer = time.AfterFunc(time.Hour, v.onTimer)
 	v.timer.Stop()
 	for i := range e.reqs {
@@ -211,7 +218,11 @@ func (v *vu) client(isTLS bool, addr, sni string) *httpConn {
 			return c
 		}
 	}
-	c := &httpConn{key: key, addr: addr, vu: v}
+	c := &v.conn0
+	if len(v.clients) > 0 {
+		c = &httpConn{}
+	}
+	c.key, c.addr, c.vu = key, addr, v
 	if isTLS {
 		c.tls = &tls.Config{ServerName: sni, InsecureSkipVerify: v.e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
 	}
