@@ -318,8 +318,9 @@ func TestDeadTargets(t *testing.T) {
 	t.Run("reset after reading", func(t *testing.T) {
 		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer { return testutil.RawAnswer{Reset: true} })
 		sum, _ := run(t, mustPlan(t, openPlan("http://"+srv.Addr+"/", 50, "2s", 20, "1s", "")))
-		failed := sum.ErrorKinds["reset"] + sum.ErrorKinds["read"]
-		if failed != 100 || sum.Requests != 100 || srv.Requests() != 100 {
+		// fasthttp turns an error on the first response byte into io.EOF; the VU's connection
+		// keeps the reset, so it is counted as one
+		if sum.ErrorKinds["reset"] != 100 || sum.Requests != 100 || srv.Requests() != 100 {
 			t.Errorf("kinds %v requests %d; target read %d (want 100, no retries)", sum.ErrorKinds, sum.Requests, srv.Requests())
 		}
 	})

@@ -31,6 +31,7 @@ type httpConn struct {
 	tls  *tls.Config // nil for plain HTTP
 	vu   *vu
 	conn net.Conn      // nil between connections
+	cc   *countingConn // under conn (conn itself, or under TLS)
 	br   bufio.Reader  // its buffer is made on the first connect
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 }
@@ -62,10 +63,15 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response, stream bool) error
 		err = resp.ReadLimitBody(&h.br, 0)
 	}
 	if err != nil {
-		h.close()
 		if err == io.EOF {
+			// fasthttp reports any error on a response's first byte as io.EOF; the connection
+			// knows whether it was one (a reset before the answer) or the server closing.
 			err = fasthttp.ErrConnectionClosed
+			if h.cc != nil && h.cc.readErr != nil {
+				err = h.cc.readErr
+			}
 		}
+		h.close()
 		return err
 	}
 	if stream && resp.BodyStream() != nil {
@@ -90,6 +96,7 @@ func (h *httpConn) connect() error {
 	if err != nil {
 		return err
 	}
+	h.cc, _ = c.(*countingConn)
 	if h.tls != nil {
 		c = tls.Client(c, h.tls) // the handshake runs on the first write, within the request's timeout
 	}

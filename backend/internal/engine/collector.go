@@ -28,6 +28,7 @@ type collector struct {
 	sampler            *procstat.Sampler
 	cur, prev, delta   *metrics.Counts
 	lastTick           time.Time
+	lastActive         int64 // ActiveVUs of the previous sample
 	k                  int
 	cpuSum, cpuMax     float64
 	rssMax             uint64
@@ -113,6 +114,12 @@ func (c *collector) tick(now time.Time, final bool) {
 	c.lastTick = now
 	c.k++
 	ps := c.sampler.Read()
+	active := c.activeVUs()
+	if final && active == 0 {
+		// The VUs have stopped by the time the last sample is read; it covers their last second.
+		active = c.lastActive
+	}
+	c.lastActive = active
 	h := c.hist
 	metrics.FillHist(h, d.Lat)
 	metrics.FillHist(c.lagHist, d.Lag)
@@ -126,7 +133,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		Errors:            d.Errors(),
 		Interrupted:       d.Interrupted,
 		Latency:           metrics.LatencyOf(h, d.LatSum),
-		ActiveVUs:         c.activeVUs(),
+		ActiveVUs:         active,
 		DroppedIterations: d.Dropped,
 		BytesIn:           d.BytesIn,
 		BytesOut:          d.BytesOut,

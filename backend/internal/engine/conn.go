@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync/atomic"
@@ -13,9 +14,10 @@ import (
 // which connection to interrupt (deadline.go). One is allocated per connection, never per request.
 type countingConn struct {
 	net.Conn
-	vu     *vu
-	closed atomic.Bool
-	raw    rawIO // Linux TCP: reads and writes without waking sysmon (rawio_linux.go)
+	vu      *vu
+	closed  atomic.Bool
+	raw     rawIO // Linux TCP: reads and writes without waking sysmon (rawio_linux.go)
+	readErr error // the read error that ended the connection, if any (httpConn.do)
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
@@ -28,6 +30,9 @@ func (c *countingConn) Read(b []byte) (int, error) {
 	}
 	if n > 0 {
 		c.vu.shard.BytesIn(n)
+	}
+	if err != nil && err != io.EOF {
+		c.readErr = err
 	}
 	return n, err
 }

@@ -297,7 +297,11 @@ func (e *Engine) addrFor(scheme, hostport string, vuID int) string {
 			port = "443"
 		}
 	}
-	if to, ok := e.p.HTTP.Hosts[host]; ok {
+	to, ok := e.p.HTTP.Hosts[net.JoinHostPort(host, port)] // "name:port" first, then "name"
+	if !ok {
+		to, ok = e.p.HTTP.Hosts[host]
+	}
+	if ok {
 		if strings.Contains(to, ",") {
 			list := strings.Split(to, ",")
 			to = strings.TrimSpace(list[vuID%len(list)])

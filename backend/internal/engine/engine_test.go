@@ -193,7 +193,7 @@ func TestThresholdsEvaluated(t *testing.T) {
 }
 
 // The last sample covers the last second plus the drain, not a sliver of drain with an
-// extrapolated rate; seconds are whole and add up.
+// extrapolated rate; seconds are whole and add up; each shows the VUs that ran in it.
 func TestSamplesCoverWholeSeconds(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(2 * time.Millisecond) })
 	sum, samples := run(t, mustPlan(t, constantVUs(tg.URL, 4, "3s")))
@@ -206,6 +206,9 @@ func TestSamplesCoverWholeSeconds(t *testing.T) {
 		}
 		if s.RPS > 4*1000/2*1.2 { // 4 VUs × ≤ 500/s each
 			t.Errorf("sample %d: rps %.0f is impossible", i, s.RPS)
+		}
+		if s.ActiveVUs != 4 { // the last one too, though the VUs have stopped when it is read
+			t.Errorf("sample %d: %d active VUs, want 4", i, s.ActiveVUs)
 		}
 	}
 	if sum.Seconds != 3 {
@@ -319,6 +322,19 @@ func TestHostsSpreadVUsOverAddresses(t *testing.T) {
 	}
 	if sum.Client.HeapAllocsPerRequest <= 0 { // the in-process net/http targets allocate too
 		t.Errorf("heap allocs per request not reported: %v", sum.Client.HeapAllocsPerRequest)
+	}
+}
+
+// A hosts key with a port applies to that port only and wins over the bare name.
+func TestHostsKeyWithAPort(t *testing.T) {
+	a := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	b := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	js := fmt.Sprintf(`{"name":"t","requests":[{"name":"p8080","url":"http://svc.test:8080/"},{"name":"p9090","url":"http://svc.test:9090/"}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":10},"flow":"sequence",
+		"http":{"hosts":{"svc.test:8080":%q,"svc.test":%q}}}`, strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://"))
+	sum, _ := run(t, mustPlan(t, js))
+	if sum.Errors != 0 || a.Requests() != 10 || b.Requests() != 10 {
+		t.Errorf("errors %v; requests to the :8080 mapping %d, to the bare name's %d (want 10 each)", sum.ErrorKinds, a.Requests(), b.Requests())
 	}
 }
 

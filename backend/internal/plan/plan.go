@@ -106,8 +106,9 @@ type HTTP struct {
 	MaxRedirects       int      `json:"max_redirects"`
 	InsecureSkipVerify bool     `json:"insecure_skip_verify"`
 	// Hosts overrides name resolution: "api.example.test" → "127.0.0.1:8443" (or an IP), or a
-	// comma-separated list over which VUs are spread (VU i → address i mod n). The URL's host
-	// still goes into the Host header and TLS SNI.
+	// comma-separated list over which VUs are spread (VU i → address i mod n). A key may carry a
+	// port ("api.example.test:8080"), which then applies to that port only and wins over the bare
+	// name. The URL's host still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
