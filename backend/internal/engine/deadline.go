@@ -32,11 +32,13 @@ const (
 var longAgo = time.Unix(1, 0)
 
 // arm records the deadline (monotonic, since the run started) of the request the VU is about to
-// send and makes sure the VU's timer will look at it.
-func (v *vu) arm(deadline, now time.Duration) {
+// send and makes sure the VU's timer will look at it. The timer is set from a fresh clock read, not
+// from the time the request began: a VU held up between the two (a busy generator) must not push
+// its deadline back.
+func (v *vu) arm(deadline time.Duration) {
 	v.deadline.Store(int64(deadline))
 	if !v.armed.Load() && v.armed.CompareAndSwap(false, true) {
-		v.timer.Reset(deadline - now)
+		v.timer.Reset(deadline - v.e.now())
 	}
 }
 

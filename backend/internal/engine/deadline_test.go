@@ -69,3 +69,21 @@ func TestTimeoutTimerUnderChurn(t *testing.T) {
 	}
 	between(t, "max ms (successes)", sum.Latency.Max, 0, 4+50)
 }
+
+// The timer is set for the request's deadline as it stands now: a VU held up after its request
+// began (deadline already near or past) is expired at the deadline, not a full timeout later.
+func TestArmUsesTheClockNotTheRequestStart(t *testing.T) {
+	e := &Engine{start: time.Now().Add(-time.Second)} // the run is 1 s old
+	v := &vu{e: e}
+	v.timer = time.AfterFunc(time.Hour, v.onTimer)
+	v.timer.Stop()
+	began := 500 * time.Millisecond // the request began at 0.5 s, its VU then stalled
+	v.arm(began + 400*time.Millisecond)
+	start := time.Now()
+	for v.deadline.Load() != expired {
+		if time.Since(start) > 200*time.Millisecond {
+			t.Fatalf("a deadline 100 ms in the past was not expired after %v", time.Since(start))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -343,7 +343,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		return // abandoned before it could start
 	}
 	v.prepare(r)
-	v.arm(deadline, sent)
+	v.arm(deadline)
 	body, err := v.exchange(r.client, r.outgoing())
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
