@@ -109,8 +109,14 @@ func (s *Store) ListPlans(ctx context.Context) ([]Plan, error) {
 // DeletePlan deletes a plan and, through the foreign keys, its runs with their samples and
 // summaries. It returns ErrNotFound if there is no such plan.
 func (s *Store) DeletePlan(ctx context.Context, id int64) error {
+	return s.deleteRow(ctx, "plans", "plan", id)
+}
+
+// deleteRow deletes row id of table (a constant of this package), or returns ErrNotFound; what
+// names the row in the error.
+func (s *Store) deleteRow(ctx context.Context, table, what string, id int64) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("DELETE FROM plans WHERE id = ?", id)
+		res := tx.Exec("DELETE FROM "+table+" WHERE id = ?", id)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -120,7 +126,7 @@ func (s *Store) DeletePlan(ctx context.Context, id int64) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: delete plan %d: %w", id, err)
+		return fmt.Errorf("store: delete %s %d: %w", what, id, err)
 	}
 	return nil
 }

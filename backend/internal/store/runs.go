@@ -325,20 +325,7 @@ func (s *Store) Samples(ctx context.Context, runID int64) ([]Sample, error) {
 
 // DeleteRun deletes a run with its samples and summary, or returns ErrNotFound.
 func (s *Store) DeleteRun(ctx context.Context, id int64) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("DELETE FROM runs WHERE id = ?", id)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: delete run %d: %w", id, err)
-	}
-	return nil
+	return s.deleteRow(ctx, "runs", "run", id)
 }
 
 // MarkInterrupted is called at start-up, before any run starts: every run still "running" was
