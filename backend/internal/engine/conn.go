@@ -16,18 +16,12 @@ type countingConn struct {
 	net.Conn
 	vu      *vu
 	closed  atomic.Bool
-	raw     rawIO // Linux TCP: reads and writes without waking sysmon (rawio_linux.go)
+	raw     rawIO // the connection's reads and writes: raw syscalls on Linux TCP (rawio_linux.go)
 	readErr error // the read error that ended the connection, if any (httpConn.do)
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
-	var n int
-	var err error
-	if c.raw.ok() {
-		n, err = c.raw.read(b)
-	} else {
-		n, err = c.Conn.Read(b)
-	}
+	n, err := c.raw.read(b)
 	if n > 0 {
 		c.vu.shard.BytesIn(n)
 	}
@@ -47,13 +41,7 @@ func (c *countingConn) Write(b []byte) (int, error) {
 			return 0, os.ErrDeadlineExceeded
 		}
 	}
-	var n int
-	var err error
-	if c.raw.ok() {
-		n, err = c.raw.write(b)
-	} else {
-		n, err = c.Conn.Write(b)
-	}
+	n, err := c.raw.write(b)
 	if n > 0 {
 		c.vu.shard.BytesOut(n)
 	}

@@ -38,8 +38,9 @@ type rawIO struct {
 	errno   syscall.Errno
 }
 
-// init sets r up for c's socket; for anything but a *net.TCPConn r stays unused.
+// init sets r up for c's socket; for anything but a *net.TCPConn, r reads and writes through c.
 func (r *rawIO) init(c net.Conn) {
+	r.conn = c
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return
@@ -48,7 +49,7 @@ func (r *rawIO) init(c net.Conn) {
 	if err != nil {
 		return
 	}
-	r.rc, r.conn = rc, c
+	r.rc = rc
 	r.fn = r.call
 }
 
@@ -102,6 +103,9 @@ func (r *rawIO) writeAll(fd uintptr) bool {
 
 // read is net.Conn.Read over the raw socket: io.EOF at the end of the stream, errors as *net.OpError.
 func (r *rawIO) read(b []byte) (int, error) {
+	if r.rc == nil {
+		return r.conn.Read(b)
+	}
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -121,6 +125,9 @@ func (r *rawIO) read(b []byte) (int, error) {
 
 // write is net.Conn.Write over the raw socket.
 func (r *rawIO) write(b []byte) (int, error) {
+	if r.rc == nil {
+		return r.conn.Write(b)
+	}
 	r.buf, r.n, r.errno, r.writing = b, 0, 0, true
 	err := r.rc.Write(r.fn)
 	r.buf = nil
