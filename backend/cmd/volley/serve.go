@@ -30,6 +30,7 @@ func serveCmd() *cobra.Command {
 		addr       = "127.0.0.1:8080"
 		db         = "volley.db"
 		demoTarget = "127.0.0.1:8090"
+		lim        = defaultHTTPLimits()
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -39,16 +40,41 @@ and runs in a SQLite file. By default it also starts the demo target on 127.0.0.
 empty database, creates an example plan against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), addr, db, demoTarget)
+			return serve(cmd.Context(), addr, db, demoTarget, lim)
 		},
 	}
+	c.Flags().StringArrayVar(&lim.publicURLs, "public-url", nil, "URL browsers use to reach Volley through a proxy or another name, e.g. https://volley.example.com (repeatable); its host is accepted as Host and its origin as Origin")
+	c.Flags().IntVar(&lim.maxConnsPerClient, "max-conns-per-client", lim.maxConnsPerClient, "open connections allowed per client address (IPv6: per /64); more are closed at once (0: no cap)")
 	c.Flags().StringVar(&addr, "addr", addr, "address to listen on (keep it on loopback unless you add a proxy with authentication)")
 	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
 	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
 	return c
 }
 
-func serve(parent context.Context, addr, dbPath, demoAddr string) error {
+// httpLimits are the web server's guards and limits: flags of volley serve, shortened by tests.
+type httpLimits struct {
+	publicURLs        []string
+	maxConnsPerClient int
+	readHeaderTimeout time.Duration // request line and headers
+	readTimeout       time.Duration // whole request, body included
+	writeTimeout      time.Duration // from the end of the headers to the end of the answer (not websockets: the upgrade clears it)
+	idleTimeout       time.Duration // keep-alive wait for the next request
+	maxHeaderBytes    int
+	ready             func(net.Addr) // tests: called with the bound address once serving
+}
+
+func defaultHTTPLimits() httpLimits {
+	return httpLimits{
+		maxConnsPerClient: 128,
+		readHeaderTimeout: 10 * time.Second,
+		readTimeout:       30 * time.Second,
+		writeTimeout:      60 * time.Second,
+		idleTimeout:       120 * time.Second,
+		maxHeaderBytes:    64 << 10,
+	}
+}
+
+func serve(parent context.Context, addr, dbPath, demoAddr string, lim httpLimits) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -58,11 +84,18 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 
 	// Bind first and lock the database: a second server (same port or same database) must fail
 	// before it touches anything — above all before it marks the first one's live run interrupted.
+	guard, err := api.NewGuard(api.GuardConfig{PublicURLs: lim.publicURLs})
+	if err != nil {
+		return fmt.Errorf("--public-url: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	if !isLoopback(ln.Addr()) {
+		log.Warn("listening beyond loopback: anyone who can reach this address can run load tests from this machine; Volley has no authentication yet, keep it behind an authenticating proxy", "addr", ln.Addr().String())
+	}
 	unlock, err := lockDB(dbPath)
 	if err != nil {
 		return err
@@ -95,16 +128,24 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		}
 	}
 
-	h := hub.New(nil)
+	h := hub.New(guard.CheckOrigin)
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
 	srv := &http.Server{
-		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard)).Handler(),
+		ReadHeaderTimeout: lim.readHeaderTimeout,
+		ReadTimeout:       lim.readTimeout,
+		WriteTimeout:      lim.writeTimeout,
+		IdleTimeout:       lim.idleTimeout,
+		MaxHeaderBytes:    lim.maxHeaderBytes,
 	}
 	abs, _ := filepath.Abs(dbPath)
 	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	sln := limitPerClient(ln, lim.maxConnsPerClient, log)
+	go func() { errc <- srv.Serve(sln) }()
+	if lim.ready != nil {
+		lim.ready(ln.Addr())
+	}
 	select {
 	case err := <-errc:
 		return err

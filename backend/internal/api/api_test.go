@@ -48,9 +48,19 @@ func newApp(t *testing.T) *app {
 	return &app{t: t, url: srv.URL}
 }
 
+// newReq is a CLI-style request: no Origin, Content-Type: application/json on every state change
+// (the guard's rule, body or not).
+func newReq(method, url, body string) *http.Request {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
 func (a *app) do(method, path, body string) (int, map[string]any) {
 	a.t.Helper()
-	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	req := newReq(method, a.url+path, body)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
@@ -101,7 +111,7 @@ func TestPlanEndpoints(t *testing.T) {
 		{"deleted", "GET", "/api/plans/1", "", 404, nil},
 	}
 	for _, c := range cases {
-		req, _ := http.NewRequest(c.method, a.url+c.path, strings.NewReader(c.body))
+		req := newReq(c.method, a.url+c.path, c.body)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -134,7 +134,7 @@ type apiCase struct {
 func runCases(t *testing.T, a *app, cases []apiCase) {
 	t.Helper()
 	for _, c := range cases {
-		req, _ := http.NewRequest(c.method, a.url+c.path, strings.NewReader(c.body))
+		req := newReq(c.method, a.url+c.path, c.body)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -50,20 +50,37 @@ type Server struct {
 	hub    *hub.Hub
 	ui     fs.FS
 	log    *slog.Logger
+	guard  *Guard
 }
 
+// Option configures a Server (New).
+type Option func(*Server)
+
+// WithGuard sets the guard against hostile web pages (guard.go). Without it, New uses a guard
+// with no public URL: loopback names and the connection's own address only.
+func WithGuard(g *Guard) Option { return func(s *Server) { s.guard = g } }
+
 // New makes the API server. ui is the built SPA (may hold no index.html, then a hint is served).
-func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger) *Server {
+func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{store: st, runner: rn, hub: h, ui: ui, log: log}
+	s := &Server{store: st, runner: rn, hub: h, ui: ui, log: log}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.guard == nil {
+		s.guard, _ = NewGuard(GuardConfig{})
+	}
+	return s
 }
 
 // maxBody bounds request bodies (plans are small).
 const maxBody = 1 << 20
 
-// Handler returns the HTTP handler: /api routes and the SPA for everything else.
+// Handler returns the HTTP handler: /api routes and the SPA for everything else, all behind the
+// guard (Host, Origin, Content-Type; guard.go), which runs before anything else — routing,
+// redirects, authentication.
 func (s *Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -97,5 +114,5 @@ func (s *Server) Handler() http.Handler {
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
 	r.NoRoute(s.spa())
-	return r
+	return s.guard.Wrap(r)
 }
