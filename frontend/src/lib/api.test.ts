@@ -23,6 +23,20 @@ describe('request', () => {
     expect((init.headers as Record<string, string>)['Content-Type']).toBe('application/json');
   });
 
+  it('sends Content-Type: application/json on every state change, body or not, and not on reads', async () => {
+    const f = reply(201, { id: 9 });
+    vi.stubGlobal('fetch', f);
+    await api.startRun(1);
+    await request('DELETE', '/api/plans/1');
+    await request('GET', '/api/plans');
+    const calls = f.mock.calls as unknown as [string, RequestInit][];
+    for (const [, init] of calls.slice(0, 2)) {
+      expect(init.body).toBeUndefined();
+      expect((init.headers as Record<string, string>)['Content-Type']).toBe('application/json');
+    }
+    expect((calls[2][1].headers as Record<string, string>)['Content-Type']).toBeUndefined();
+  });
+
   it('turns the error envelope into an ApiError with code, message and fields', async () => {
     vi.stubGlobal(
       'fetch',

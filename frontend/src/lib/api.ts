@@ -88,10 +88,12 @@ function takePrefetched(method: string, path: string, body: unknown): Promise<Re
 
 export async function request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, signal };
-  if (body !== undefined) {
-    init.body = JSON.stringify(body);
+  // Every state change carries Content-Type: application/json, body or not: the server refuses
+  // other state changes (415), which keeps plain HTML forms of other sites out.
+  if (body !== undefined || (method !== 'GET' && method !== 'HEAD')) {
     init.headers = { ...init.headers, 'Content-Type': 'application/json' };
   }
+  if (body !== undefined) init.body = JSON.stringify(body);
   let res: Response;
   try {
     res = await (takePrefetched(method, path, body) ?? fetch(path, init));
