@@ -38,7 +38,7 @@ EXPOSE 8080
 # No HTTP client in the slim image: bash's /dev/tcp asks /api/health and wants "200" in the status line.
 # It assumes the port of the default CMD (8080); adjust it if you change --addr.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /api/health HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8080 && printf 'GET /api/health HTTP/1.0\\r\\nHost: localhost:8080\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["volley"]
 # 0.0.0.0 inside the container; docker-compose.yml publishes it on the host's loopback only.
 # The built-in demo target stays on the container's own loopback (127.0.0.1:8090).

@@ -115,7 +115,7 @@ run_platform() {  # round attempt
   while status="$(curl -fsS --max-time 5 "$API/runs/$rid" | jq -r .status)"; [[ "$status" == running ]]; do
     if (( SECONDS - t0 > DURATION + 60 )); then
       echo "run $rid still running after $((DURATION + 60))s; stopping it" >&2
-      curl -fsS --max-time 5 -X POST "$API/runs/$rid/stop" > /dev/null; sleep 6
+      curl -fsS --max-time 5 -X POST -H 'Content-Type: application/json' "$API/runs/$rid/stop" > /dev/null; sleep 6
       break
     fi
     sleep 0.5

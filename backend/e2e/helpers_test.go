@@ -399,8 +399,8 @@ func apiDo(t *testing.T, method, url string, body any, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Content-Type", "application/json") // the server's rule for every state change, body or not
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
