@@ -30,7 +30,7 @@ func serveCmd() *cobra.Command {
 		addr       = "127.0.0.1:8080"
 		db         = "volley.db"
 		demoTarget = "127.0.0.1:8090"
-		lim        = defaultHTTPLimits()
+		lim        = defaultServeOpts()
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -51,8 +51,8 @@ empty database, creates an example plan against it.`,
 	return c
 }
 
-// httpLimits are the web server's guards and limits: flags of volley serve, shortened by tests.
-type httpLimits struct {
+// serveOpts are the web server's guards and limits: flags of volley serve, shortened by tests.
+type serveOpts struct {
 	publicURLs        []string
 	maxConnsPerClient int
 	readHeaderTimeout time.Duration // request line and headers
@@ -61,10 +61,11 @@ type httpLimits struct {
 	idleTimeout       time.Duration // keep-alive wait for the next request
 	maxHeaderBytes    int
 	ready             func(net.Addr) // tests: called with the bound address once serving
+	log               *slog.Logger   // tests: nil logs to stderr
 }
 
-func defaultHTTPLimits() httpLimits {
-	return httpLimits{
+func defaultServeOpts() serveOpts {
+	return serveOpts{
 		maxConnsPerClient: 128,
 		readHeaderTimeout: 10 * time.Second,
 		readTimeout:       30 * time.Second,
@@ -74,13 +75,16 @@ func defaultHTTPLimits() httpLimits {
 	}
 }
 
-func serve(parent context.Context, addr, dbPath, demoAddr string, lim httpLimits) error {
+func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts) error {
 	if parent == nil {
 		parent = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := lim.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 
 	// Bind first and lock the database: a second server (same port or same database) must fail
 	// before it touches anything — above all before it marks the first one's live run interrupted.

@@ -75,6 +75,16 @@ func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger, opts ...Op
 	return s
 }
 
+// exportWriteTime is how long the answer of an export (report, samples) may take to write: a
+// long run's file to a slow client. The server's WriteTimeout (volley serve: 60 s) bounds the rest.
+const exportWriteTime = 10 * time.Minute
+
+// longWrite moves the connection's write deadline to exportWriteTime from now.
+func longWrite(c *gin.Context) {
+	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(exportWriteTime))
+	c.Next()
+}
+
 // maxBody bounds request bodies (plans are small).
 const maxBody = 1 << 20
 
@@ -107,10 +117,10 @@ func (s *Server) Handler() http.Handler {
 	a.PATCH("/runs/:id", s.wrap(s.patchRun))
 	a.GET("/runs/:id/previous", s.wrap(s.previousRun))
 	a.GET("/runs/:id/distribution", s.wrap(s.distribution))
-	a.GET("/runs/:id/report", s.runReport)
+	a.GET("/runs/:id/report", longWrite, s.runReport)
 	a.POST("/runs/:id/stop", s.wrap(s.stopRun))
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))
-	a.GET("/runs/:id/samples", s.wrap(s.samples))
+	a.GET("/runs/:id/samples", longWrite, s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
 	r.NoRoute(s.spa())
