@@ -317,3 +317,33 @@ func slowGet(addr, path string, wait time.Duration) ([]byte, error) {
 	}
 	return b, err
 }
+
+func TestClientKeyAndLoopback(t *testing.T) {
+	key := func(s string) string {
+		a, err := net.ResolveTCPAddr("tcp", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return clientKey(a).String()
+	}
+	for addr, want := range map[string]string{
+		"192.0.2.7:1234":           "192.0.2.7/32",
+		"[::ffff:192.0.2.7]:1234":  "192.0.2.7/32",
+		"[2001:db8:1:2:aaaa::1]:1": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:bbbb::9]:2": "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:2":      "2001:db8:1:3::/64",
+		"[fe80::1%lo]:2":           "fe80::/64",
+		"127.0.0.1:5":              "127.0.0.1/32",
+	} {
+		if got := key(addr); got != want {
+			t.Errorf("clientKey(%s) = %s, want %s", addr, got, want)
+		}
+	}
+	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:8080": true, "127.0.0.2:1": true,
+		"0.0.0.0:8080": false, "[::]:8080": false, "192.0.2.1:80": false} {
+		a, _ := net.ResolveTCPAddr("tcp", addr)
+		if got := isLoopback(a); got != want {
+			t.Errorf("isLoopback(%s) = %v", addr, got)
+		}
+	}
+}
