@@ -30,7 +30,9 @@ func startServe(t *testing.T, db string, opts serveOpts) string {
 	t.Helper()
 	ready := make(chan net.Addr, 1)
 	opts.ready = func(a net.Addr) { ready <- a }
-	opts.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.log == nil {
+		opts.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, "127.0.0.1:0", db, "", opts) }()
@@ -72,6 +74,8 @@ func TestSlowClientsCapAndTimeout(t *testing.T) {
 	opts := defaultServeOpts()
 	opts.maxConnsPerClient = max
 	opts.readHeaderTimeout, opts.readTimeout = rht, rht
+	logs := &lockedBuffer{}
+	opts.log = slog.New(slog.NewTextHandler(logs, nil))
 	addr := startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
 	get := func() int {
 		res, err := http.Get("http://" + addr + "/api/health")
@@ -169,6 +173,40 @@ func TestSlowClientsCapAndTimeout(t *testing.T) {
 	}
 	if st := get(); st != 200 {
 		t.Errorf("health after the slow clients: %d", st)
+	}
+	if n := strings.Count(logs.String(), "connections refused"); n != 1 {
+		t.Errorf("%d refusal warnings, want 1 (at most one per 10 s):\n%s", n, logs.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeRefusesBadPublicURL(t *testing.T) {
+	opts := defaultServeOpts()
+	opts.publicURLs = []string{"https://volley.example.com", "volley.example.com"}
+	opts.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	db := filepath.Join(t.TempDir(), "volley.db")
+	err := serve(context.Background(), "127.0.0.1:0", db, "", opts)
+	if err == nil || !strings.Contains(err.Error(), "--public-url") || !strings.Contains(err.Error(), `"volley.example.com"`) {
+		t.Fatalf("err %v, want one naming --public-url and the value", err)
+	}
+	if _, statErr := os.Stat(db); statErr == nil {
+		t.Error("the database was created before the flags were checked")
 	}
 }
 
