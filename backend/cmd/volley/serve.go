@@ -88,6 +88,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 
 	// Bind first and lock the database: a second server (same port or same database) must fail
 	// before it touches anything — above all before it marks the first one's live run interrupted.
+	if lim.maxConnsPerClient < 0 {
+		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
+	}
 	guard, err := api.NewGuard(api.GuardConfig{PublicURLs: lim.publicURLs})
 	if err != nil {
 		return fmt.Errorf("--public-url: %w", err)
