@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -50,6 +51,7 @@ type Server struct {
 	hub    *hub.Hub
 	ui     fs.FS
 	log    *slog.Logger
+	policy *netpolicy.Policy // the server's target policy (targets.go)
 }
 
 // New makes the API server. ui is the built SPA (may hold no index.html, then a hint is served).
@@ -57,7 +59,7 @@ func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{store: st, runner: rn, hub: h, ui: ui, log: log}
+	return &Server{store: st, runner: rn, hub: h, ui: ui, log: log, policy: netpolicy.Default()}
 }
 
 // maxBody bounds request bodies (plans are small).
@@ -96,6 +98,7 @@ func (s *Server) Handler() http.Handler {
 	a.GET("/runs/:id/samples", s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
+	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))
 	r.NoRoute(s.spa())
 	return r
 }
