@@ -40,6 +40,10 @@ func TestRedirectToDeniedAddressIsBlocked(t *testing.T) {
 		"http://[::ffff:169.254.169.254]/",
 		"http://[fd00:ec2::254]/",
 		"http://0xA9FEA9FE/",
+		"http://%31%36%39.254.169.254/",
+		"http://169.254.169.254./",
+		"http://[::ffff:a9fe:a9fe]:8080/",
+		"http://[64:ff9b::a9fe:a9fe]/",
 		"http://metadata.google.internal/computeMetadata/v1/",
 		"http://0.0.0.0:1/",
 	} {
