@@ -95,3 +95,16 @@ func TestLiteral(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGuardDial is the policy's cost per connect: the guard on the dialled host and the
+// Control hook on the address connected to.
+func BenchmarkGuardDial(b *testing.B) {
+	p, _ := New([]string{"192.0.2.0/24"}, []string{"10.0.0.0/8", "*.corp.test"})
+	b.ReportAllocs()
+	for b.Loop() {
+		ctrl, err := p.DialGuard("127.0.0.1:8080")
+		if err != nil || ctrl("tcp4", "127.0.0.1:8080", nil) != nil {
+			b.Fatal(err)
+		}
+	}
+}
