@@ -47,6 +47,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,7 +256,7 @@ const Order = `explicit deny > explicit allow > built-in deny > allowed host nam
 
 // Summary returns the policy's rules.
 func (p *Policy) Summary() Summary {
-	s := Summary{Allow: []string{}, Deny: []string{}, DenyAll: p.denyAll, Builtin: p.builtin, Order: Order}
+	s := Summary{Allow: []string{}, Deny: []string{}, DenyAll: p.denyAll, Builtin: slices.Clone(p.builtin), Order: Order}
 	for _, r := range p.allow {
 		s.Allow = append(s.Allow, r.Target)
 	}
