@@ -37,7 +37,8 @@ Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the c
 	}
 	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
-	runReport.flag(c) // --report FILE (runreport.go)
+	runReport.flag(c)    // --report FILE (runreport.go)
+	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
 	return c
 }
 
@@ -55,6 +56,9 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		return exitCode(exitCannotRun)
 	}
 	p, err := plan.ParseFile(path) // also reads data.file, relative to the plan
+	if err == nil {
+		err = plan.CheckTargets(p, targetPolicy.policy()) // literal targets the policy denies
+	}
 	if err != nil {
 		if ve, ok := err.(*plan.ValidationError); ok {
 			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
@@ -89,7 +93,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	defer stop()
 	total := p.Load.Length()
 	var cum int64
-	e, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
+	e, err := engine.New(p, engine.Options{Policy: targetPolicy.policy(), OnSample: func(s metrics.Sample) {
 		cum += s.Requests
 		runReport.add(s)
 		if !quiet {

@@ -48,6 +48,7 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&addr, "addr", addr, "address to listen on (keep it on loopback unless you add a proxy with authentication)")
 	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
 	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
+	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
 	return c
 }
 
@@ -137,8 +138,15 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 
 	h := hub.New(guard.CheckOrigin)
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	pol := targetPolicy.policy()
+	rn.SetTargetPolicy(pol)
+	as := api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard))
+	as.SetTargetPolicy(pol)
+	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {
+		log.Info("target policy", "allow", ps.Allow, "deny", ps.Deny)
+	}
 	srv := &http.Server{
-		Handler:           api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard)).Handler(),
+		Handler:           as.Handler(),
 		ReadHeaderTimeout: lim.readHeaderTimeout,
 		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      lim.writeTimeout,

@@ -73,6 +73,9 @@ func (s *Server) createPlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.checkTargets(p); err != nil {
+		return 0, nil, err
+	}
 	sp, err := s.store.CreatePlan(c.Request.Context(), p.Name, spec)
 	if err != nil {
 		return 0, nil, err
@@ -99,6 +102,9 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	}
 	p, spec, err := readPlan(c)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkTargets(p); err != nil {
 		return 0, nil, err
 	}
 	sp, err := s.store.UpdatePlan(c.Request.Context(), id, p.Name, spec)

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -51,6 +52,7 @@ type Server struct {
 	ui     fs.FS
 	log    *slog.Logger
 	guard  *Guard
+	policy *netpolicy.Policy // the server's target policy (targets.go)
 }
 
 // Option configures a Server (New).
@@ -65,7 +67,7 @@ func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger, opts ...Op
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{store: st, runner: rn, hub: h, ui: ui, log: log}
+	s := &Server{store: st, runner: rn, hub: h, ui: ui, log: log, policy: netpolicy.Default()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -123,6 +125,7 @@ func (s *Server) Handler() http.Handler {
 	a.GET("/runs/:id/samples", longWrite, s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
+	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))
 	r.NoRoute(s.spa())
 	return s.guard.Wrap(r)
 }

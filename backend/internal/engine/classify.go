@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 )
 
 // classify maps a transport error to its error kind. Status codes and checks are judged elsewhere.
@@ -20,7 +21,10 @@ func classify(err error) metrics.ErrorKind {
 		return metrics.KindNone
 	}
 	dial := isDialError(err)
+	var denied *netpolicy.Denied
 	switch {
+	case errors.As(err, &denied):
+		return metrics.BlockedTarget
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return metrics.TooManyOpenFiles
 	case errors.Is(err, syscall.ECONNREFUSED):

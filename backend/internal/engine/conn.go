@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 )
 
 // countingConn counts the bytes a VU's connection reads and writes into the VU's shard, and the
@@ -66,7 +68,9 @@ func (e *dialError) Error() string { return "dial: " + e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
 // dial connects one of the VU's connections. The TCP connect is capped by the plan's
-// connect_timeout (default: its timeout) and by what is left of the request's deadline.
+// connect_timeout (default: its timeout) and by what is left of the request's deadline. The
+// target policy judges the host before it is resolved and every address the dialer is about to
+// connect to (dialAside); a refusal is a dialError around a *netpolicy.Denied (blocked_target).
 func (v *vu) dial(addr string) (net.Conn, error) {
 	timeout := v.e.connectTimeout
 	if d := v.deadline.Load(); d > noDeadline {
@@ -82,7 +86,7 @@ func (v *vu) dial(addr string) (net.Conn, error) {
 		v.e.dialSlots <- struct{}{}
 		defer func() { <-v.e.dialSlots }()
 	}
-	c, err := dialAside(addr, timeout)
+	c, err := dialAside(addr, timeout, v.e.policy)
 	if err != nil {
 		return nil, &dialError{err}
 	}
@@ -99,14 +103,24 @@ func (v *vu) dial(addr string) (net.Conn, error) {
 // the VU's goroutine it would grow that stack from the 8 KiB the request path needs to 16 KiB for
 // the rest of the run (stacks only shrink at a GC, and only by half), 8 KiB more per VU. A dial
 // costs far more than the goroutine, and happens once per connection.
-func dialAside(addr string, timeout time.Duration) (net.Conn, error) {
+//
+// pol's guard runs on that goroutine too: it refuses a denied host name or literal before any
+// lookup, and its Control hook refuses a denied address after resolution and before connect(2)
+// — for each address the dialer tries (happy eyeballs, several A/AAAA records), so a name that
+// resolves, or is rebound, to a denied address cannot be reached.
+func dialAside(addr string, timeout time.Duration, pol *netpolicy.Policy) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
 		err error
 	}
 	done := make(chan result) // unbuffered (one allocation, not two): the caller always receives
 	go func() {
-		d := net.Dialer{Timeout: timeout}
+		ctrl, err := pol.DialGuard(addr)
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		d := net.Dialer{Timeout: timeout, Control: ctrl}
 		c, err := d.Dial("tcp", addr)
 		done <- result{c, err}
 	}()

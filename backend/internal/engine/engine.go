@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
@@ -38,6 +39,9 @@ type Options struct {
 	Shards int
 	// Interval is the sample period (default 1s).
 	Interval time.Duration
+	// Policy is the server's target policy, checked at every connect (nil: netpolicy.Default,
+	// the built-in denials). Plans cannot change it.
+	Policy *netpolicy.Policy
 }
 
 // Engine runs one plan once. Create it with New; Run may be called once.
@@ -81,7 +85,8 @@ type Engine struct {
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
 	connectTimeout time.Duration
-	stopWakeups    func() // open models: precise timer wakeups (wakeup_linux.go)
+	policy         *netpolicy.Policy // checked at every dial (conn.go)
+	stopWakeups    func()            // open models: precise timer wakeups (wakeup_linux.go)
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -123,6 +128,9 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
+	}
+	if opts.Policy == nil {
+		opts.Policy = netpolicy.Default()
 	}
 	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
 		dialSlots: make(chan struct{}, firstDials)}
@@ -190,6 +198,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
+	e.policy = opts.Policy
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
 		e.connectTimeout = p.HTTP.Timeout.D()

@@ -12,6 +12,7 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 	testutil.CheckImports(t,
 		"github.com/volley-load/volley/backend/internal/plan",
 		"github.com/volley-load/volley/backend/internal/metrics",
+		"github.com/volley-load/volley/backend/internal/netpolicy", // the target policy, checked at every dial
 		"github.com/volley-load/volley/backend/internal/procstat",
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",

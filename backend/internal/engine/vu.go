@@ -354,7 +354,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		// unless the connection could not even be made in time. Drop the connections, one of
 		// which carries the past deadline.
 		switch kind {
-		case metrics.ConnectTimeout, metrics.ConnectRefused, metrics.TooManyOpenFiles:
+		case metrics.ConnectTimeout, metrics.ConnectRefused, metrics.TooManyOpenFiles, metrics.BlockedTarget:
 		default:
 			kind = metrics.Timeout
 		}

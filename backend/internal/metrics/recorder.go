@@ -27,11 +27,15 @@ const (
 	// TooManyOpenFiles: the load generator ran out of file descriptors (its own limit, not the
 	// target's fault); raise `ulimit -n` or lower the VUs.
 	TooManyOpenFiles
+	// BlockedTarget: the server's target policy refused the connection before it was made
+	// (netpolicy: a denied address or host name, e.g. cloud metadata or link-local).
+	BlockedTarget
 	numKinds
 )
 
 var kindNames = [numKinds]string{"", "connect_refused", "connect_timeout", "timeout", "reset", "tls",
-	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other", "too_many_open_files"}
+	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other", "too_many_open_files",
+	"blocked_target"}
 
 // String returns the kind's stable JSON name ("" for success).
 func (k ErrorKind) String() string {

@@ -2,7 +2,8 @@
 // time, stops it on request, and fans every per-second sample and the final summary out to sinks
 // (storage, live hub) without ever making the engine wait.
 //
-// It imports plan, engine and metrics only; sinks are small interfaces implemented elsewhere.
+// It imports plan, engine, metrics and netpolicy only; sinks are small interfaces implemented
+// elsewhere.
 package runner
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
@@ -79,6 +81,15 @@ type Runner struct {
 	active *active
 	wg     sync.WaitGroup
 	log    *slog.Logger
+	policy *netpolicy.Policy // the server's target policy, given to every run's engine
+}
+
+// SetTargetPolicy sets the target policy every later run's engine enforces at connect time
+// (nil: netpolicy.Default). Call it before the first Start.
+func (r *Runner) SetTargetPolicy(p *netpolicy.Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policy = p
 }
 
 type active struct {
@@ -110,7 +121,7 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	}
 	var eng *engine.Engine
 	var id int64
-	eng, err := engine.New(p, engine.Options{OnSample: func(s metrics.Sample) {
+	eng, err := engine.New(p, engine.Options{Policy: r.policy, OnSample: func(s metrics.Sample) {
 		r.fanOut(outs, event{sample: NewSample(s)}, id)
 	}})
 	if err != nil {
