@@ -87,8 +87,6 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
-	// Bind first and lock the database: a second server (same port or same database) must fail
-	// before it touches anything — above all before it marks the first one's live run interrupted.
 	if lim.maxConnsPerClient < 0 {
 		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
 	}
@@ -96,6 +94,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 	if err != nil {
 		return fmt.Errorf("--public-url: %w", err)
 	}
+
+	// Bind first and lock the database: a second server (same port or same database) must fail
+	// before it touches anything — above all before it marks the first one's live run interrupted.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
