@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volley-load/volley/backend/internal/api"
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -30,6 +32,7 @@ func serveCmd() *cobra.Command {
 		addr       = "127.0.0.1:8080"
 		db         = "volley.db"
 		demoTarget = "127.0.0.1:8090"
+		admin      = adminInit{name: "admin"}
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -39,16 +42,18 @@ and runs in a SQLite file. By default it also starts the demo target on 127.0.0.
 empty database, creates an example plan against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), addr, db, demoTarget)
+			return serve(cmd.Context(), addr, db, demoTarget, admin)
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", addr, "address to listen on (keep it on loopback unless you add a proxy with authentication)")
 	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
 	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
+	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
+	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	return c
 }
 
-func serve(parent context.Context, addr, dbPath, demoAddr string) error {
+func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminInit) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -73,6 +78,21 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
+	authSvc := auth.New(st, auth.Config{})
+	loopback := isLoopback(ln.Addr())
+	if err := admin.apply(ctx, authSvc, log); err != nil {
+		return err
+	}
+	hasUsers, err := authSvc.HasUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	if !hasUsers && !loopback {
+		return usageError{fmt.Errorf(`--addr %s is not a loopback address and %s has no users: anyone who can reach the port would control Volley.
+Add an admin first, then start again (everyone then logs in):
+    volley user add admin --role admin --db %s
+or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
+	}
 	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	} else if len(ids) > 0 {
@@ -98,11 +118,16 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 	h := hub.New(nil)
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
 	srv := &http.Server{
-		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
+		Handler: api.New(st, rn, h, frontend.Dist(), log).
+			UseAuth(api.AuthConfig{Service: authSvc, AllowLocal: loopback}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	abs, _ := filepath.Abs(dbPath)
-	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	if hasUsers {
+		log.Info("Volley is up; users log in", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	} else {
+		log.Info("Volley is up; no users, so the local user is the admin (volley user add turns logins on)", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -146,4 +171,38 @@ func seedDemo(ctx context.Context, st *store.Store, targetAddr string) error {
 	}
 	_, err = st.CreatePlan(ctx, p.Name, spec)
 	return err
+}
+
+// isLoopback reports whether a bound address accepts loopback connections only (127.0.0.0/8,
+// ::1); 0.0.0.0 and :: are every interface.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// adminInit is serve's --admin-password-file: the first admin of a database with no user, for
+// containers that bind beyond loopback.
+type adminInit struct{ name, passwordFile string }
+
+func (a adminInit) apply(ctx context.Context, svc *auth.Service, log *slog.Logger) error {
+	if a.passwordFile == "" {
+		return nil
+	}
+	if has, err := svc.HasUsers(ctx); err != nil || has {
+		return err
+	}
+	b, err := os.ReadFile(a.passwordFile)
+	if err != nil {
+		return fmt.Errorf("--admin-password-file: %w", err)
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	pw = strings.TrimRight(pw, "\r")
+	u, err := svc.AddUser(ctx, a.name, auth.Admin, pw)
+	if err != nil {
+		return fmt.Errorf("--admin-password-file %s: %w", a.passwordFile, err)
+	}
+	_ = svc.Audit(ctx, auth.Entry{Actor: auth.CLIActor, Action: auth.ActUserCreate, Target: "user " + u.Name,
+		Detail: map[string]any{"role": u.Role, "from": "--admin-password-file"}})
+	log.Info("created the first admin from --admin-password-file", "user", u.Name)
+	return nil
 }
