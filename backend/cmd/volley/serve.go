@@ -193,13 +193,13 @@ func (a adminInit) apply(ctx context.Context, svc *auth.Service, log *slog.Logge
 	}
 	b, err := os.ReadFile(a.passwordFile)
 	if err != nil {
-		return fmt.Errorf("--admin-password-file: %w", err)
+		return usageError{fmt.Errorf("the database has no user and --admin-password-file %s cannot be read (%w): give the first admin's password in that file (a Docker secret: set VOLLEY_ADMIN_PASSWORD for docker compose), or add a user with volley user add", a.passwordFile, err)}
 	}
 	pw, _, _ := strings.Cut(string(b), "\n")
 	pw = strings.TrimRight(pw, "\r")
 	u, err := svc.AddUser(ctx, a.name, auth.Admin, pw)
 	if err != nil {
-		return fmt.Errorf("--admin-password-file %s: %w", a.passwordFile, err)
+		return usageError{fmt.Errorf("--admin-password-file %s: the first admin's %w", a.passwordFile, err)}
 	}
 	_ = svc.Audit(ctx, auth.Entry{Actor: auth.CLIActor, Action: auth.ActUserCreate, Target: "user " + u.Name,
 		Detail: map[string]any{"role": u.Role, "from": "--admin-password-file"}})
