@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,11 +128,7 @@ func TestServeRefusesNonLoopbackWithoutUsers(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("container secret pw\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	if err := serve(ctx, "0.0.0.0:0", db, "", adminInit{name: "admin", passwordFile: pwFile}); err != nil {
-		t.Fatalf("serve with --admin-password-file: %v", err)
-	}
+	serveUntilHealthy(t, "0.0.0.0", db, adminInit{name: "admin", passwordFile: pwFile})
 	st, err := store.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +139,44 @@ func TestServeRefusesNonLoopbackWithoutUsers(t *testing.T) {
 		t.Errorf("the admin made from the file cannot log in: %v", err)
 	}
 	// loopback with no users still starts (the local user is the admin)
-	ctx2, cancel2 := context.WithTimeout(t.Context(), time.Second)
-	defer cancel2()
-	if err := serve(ctx2, "127.0.0.1:0", filepath.Join(dir, "other.db"), "", adminInit{}); err != nil {
-		t.Errorf("loopback, no users: %v", err)
+	serveUntilHealthy(t, "127.0.0.1", filepath.Join(dir, "other.db"), adminInit{})
+}
+
+// serveUntilHealthy runs serve on host:a free port until /api/health answers on loopback, then
+// stops it; serve must then return nil.
+func serveUntilHealthy(t *testing.T, host, db string, admin adminInit) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, fmt.Sprintf("%s:%d", host, port), db, "", admin) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("serve on %s returned before it was healthy: %v", host, err)
+		default:
+		}
+		res, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/health", port))
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve on %s not healthy after 30s", host)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve on %s: %v", host, err)
 	}
 }
