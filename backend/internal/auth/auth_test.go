@@ -357,3 +357,37 @@ func TestPolicy(t *testing.T) {
 		t.Error("Allows")
 	}
 }
+
+// Concurrent attempts cannot slip past the limit: each takes its token before the password check.
+func TestLoginRateLimitHoldsUnderConcurrency(t *testing.T) {
+	svc, _, _, _ := newService(t)
+	ctx := t.Context()
+	if _, err := svc.AddUser(ctx, "ann", auth.Admin, pw); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	checked, limited := 0, 0
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := svc.Login(ctx, "10.1.1."+string(rune('a'+i)), "ann", "wrong password")
+			var le *auth.LimitedError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, auth.ErrBadCredentials):
+				checked++
+			case errors.As(err, &le):
+				limited++
+			default:
+				t.Errorf("login: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if checked != 3 || limited != 17 {
+		t.Errorf("%d passwords checked, %d refused; want 3 (the per-name burst) and 17", checked, limited)
+	}
+}

@@ -41,11 +41,28 @@ func newLimiter(cfg Limits) *limiter {
 	return &limiter{cfg: cfg, addr: map[string]*rate.Limiter{}, user: map[string]*rate.Limiter{}}
 }
 
-// wait returns how long until a login from addr for name may be tried (0: now).
-func (l *limiter) wait(now time.Time, addr, name string) time.Duration {
+// begin starts a login attempt from addr for name. If either bucket is empty it returns how long
+// to wait (and done is nil). Otherwise it takes one token from each bucket at once — so that
+// concurrent attempts cannot all pass a check made before any of them failed — and done(ok) ends
+// the attempt: a success gives the address its token back and forgets the name's failures.
+func (l *limiter) begin(now time.Time, addr, name string) (wait time.Duration, done func(ok bool)) {
+	name = strings.ToLower(name)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(waitOf(l.addr[addr], now), waitOf(l.user[strings.ToLower(name)], now))
+	if w := max(waitOf(l.addr[addr], now), waitOf(l.user[name], now)); w > 0 {
+		return w, nil
+	}
+	ra := bucket(l.addr, addr, l.cfg.PerAddr, now).ReserveN(now, 1)
+	bucket(l.user, name, l.cfg.PerUser, now).ReserveN(now, 1)
+	return 0, func(ok bool) {
+		if !ok {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ra.CancelAt(now)
+		delete(l.user, name)
+	}
 }
 
 func waitOf(b *rate.Limiter, now time.Time) time.Duration {
@@ -60,22 +77,8 @@ func waitOf(b *rate.Limiter, now time.Time) time.Duration {
 	return time.Duration(math.Ceil((1 - tokens) * float64(per)))
 }
 
-// fail takes one token from both buckets.
-func (l *limiter) fail(now time.Time, addr, name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	take(l.addr, addr, l.cfg.PerAddr, now)
-	take(l.user, strings.ToLower(name), l.cfg.PerUser, now)
-}
-
-// success forgets the user name's failures (an address keeps its own).
-func (l *limiter) success(name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.user, strings.ToLower(name))
-}
-
-func take(m map[string]*rate.Limiter, key string, lim Limit, now time.Time) {
+// bucket returns key's bucket, making it (and first dropping full buckets past maxKeys).
+func bucket(m map[string]*rate.Limiter, key string, lim Limit, now time.Time) *rate.Limiter {
 	b := m[key]
 	if b == nil {
 		if len(m) >= maxKeys {
@@ -88,5 +91,5 @@ func take(m map[string]*rate.Limiter, key string, lim Limit, now time.Time) {
 		b = rate.NewLimiter(rate.Every(lim.Every), lim.Burst)
 		m[key] = b
 	}
-	b.AllowN(now, 1)
+	return b
 }

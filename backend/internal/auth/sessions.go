@@ -51,11 +51,13 @@ const (
 // (too many failures for addr or name; nothing is checked), ErrBadCredentials.
 func (s *Service) Login(ctx context.Context, addr, name, password string) (string, *User, error) {
 	now := s.now()
-	if wait := s.limiter.wait(now, addr, name); wait > 0 {
+	wait, done := s.limiter.begin(now, addr, name)
+	if done == nil {
 		return "", nil, &LimitedError{RetryAfter: wait}
 	}
 	r, err := getUser(s.read(ctx), name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
+		done(true) // not the caller's failure
 		return "", nil, wrap("login", err)
 	}
 	if len(password) > MaxPassword {
@@ -63,14 +65,14 @@ func (s *Service) Login(ctx context.Context, addr, name, password string) (strin
 	}
 	if r == nil {
 		s.verifyPassword(s.dummy, password)
-		s.limiter.fail(now, addr, name)
+		done(false)
 		return "", nil, ErrBadCredentials
 	}
 	if !s.verifyPassword(r.PasswordHash, password) {
-		s.limiter.fail(now, addr, name)
+		done(false)
 		return "", nil, ErrBadCredentials
 	}
-	s.limiter.success(name)
+	done(true)
 	secret, h := newSecret(SessionPrefix)
 	t := now.UTC()
 	err = s.write(ctx, func(tx *gorm.DB) error {
