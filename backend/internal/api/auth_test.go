@@ -66,7 +66,7 @@ const (
 
 // newAuthApp wires the real pieces with authentication on: admin ann, tester tom, viewer vic
 // (users is false: none, auth is then off only if allowLocal).
-func newAuthApp(t *testing.T, allowLocal, users bool) *authApp {
+func newAuthApp(t *testing.T, allowLocal, users bool, extra ...func(*gin.Engine)) *authApp {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
 	if err != nil {
@@ -92,6 +92,9 @@ func newAuthApp(t *testing.T, allowLocal, users bool) *authApp {
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
 	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}}
 	handler := api.New(st, rn, h, ui, log).UseAuth(api.AuthConfig{Service: svc, AllowLocal: allowLocal}).Handler()
+	for _, f := range extra {
+		f(handler.(*gin.Engine))
+	}
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		_ = rn.Shutdown(t.Context())
@@ -478,4 +481,16 @@ func TestLocalAdminUntilTheFirstUser(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(log), "actor:local") {
 		t.Errorf("the local admin's user.create is not in the audit log: %v", log)
 	}
+}
+
+// A route added later by another part is covered by the walk above and takes its role in one
+// line: Require raises it above the default.
+func TestRequireRaisesARouteRole(t *testing.T) {
+	a := newAuthApp(t, false, true, func(e *gin.Engine) {
+		e.GET("/api/admin-only", api.Require(auth.Admin), func(c *gin.Context) { c.Status(http.StatusNoContent) })
+	})
+	a.must(cred{}, 401, "GET", "/api/admin-only", "")
+	a.must(a.login("vic", vicPW), 403, "GET", "/api/admin-only", "")
+	a.must(a.login("tom", tomPW), 403, "GET", "/api/admin-only", "")
+	a.must(a.login("ann", annPW), 204, "GET", "/api/admin-only", "")
 }
