@@ -93,6 +93,7 @@ func TestLoginInTheBrowserAndRunTheDemo(t *testing.T) {
 	ctx := newBrowser(t, 90*time.Second)
 	openSPA(t, ctx, srv.base+"/#/plans")
 	waitJS(t, ctx, "the login page", exists(`[data-testid="login-form"]`), 20*time.Second)
+	screenshot(t, ctx, "login.png")
 	setField(t, ctx, `[data-testid="login-user"]`, "ann")
 	setField(t, ctx, `[data-testid="login-password"]`, "wrong password")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="login-submit"]`))); err != nil {
