@@ -42,4 +42,9 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
 ENTRYPOINT ["volley"]
 # 0.0.0.0 inside the container; docker-compose.yml publishes it on the host's loopback only.
 # The built-in demo target stays on the container's own loopback (127.0.0.1:8090).
-CMD ["serve", "--addr", "0.0.0.0:8080", "--db", "/data/volley.db", "--demo-target", "127.0.0.1:8090"]
+# A non-loopback bind needs users: while the database has none, the first admin ("admin") is made
+# from the secret /run/secrets/volley_admin_password (docker-compose.yml fills it from
+# VOLLEY_ADMIN_PASSWORD; with plain docker run, mount a file there, or run `volley user add`
+# against the volume first). Without either, the server refuses to start and says so.
+CMD ["serve", "--addr", "0.0.0.0:8080", "--db", "/data/volley.db", "--demo-target", "127.0.0.1:8090", \
+     "--admin-password-file", "/run/secrets/volley_admin_password"]

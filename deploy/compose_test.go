@@ -79,7 +79,7 @@ func TestComposeProject(t *testing.T) {
 	has8080 := false
 	for _, svc := range p.Services {
 		for _, port := range svc.Ports {
-			// The UI and API have no authentication: nothing may be published beyond the host's loopback.
+			// Even with logins, nothing is published beyond the host's loopback (a TLS proxy goes in front).
 			if port.HostIP != "127.0.0.1" {
 				t.Errorf("%s: port %d published on %q, want 127.0.0.1", svc.Name, port.Target, port.HostIP)
 			}
@@ -105,6 +105,20 @@ func TestComposeProject(t *testing.T) {
 	}
 	if !data {
 		t.Error("volley: no volume mounted at /data (the database lives there)")
+	}
+	// It binds beyond loopback inside its container, so it needs users: the first admin's password
+	// comes as a secret, which the image's CMD reads (--admin-password-file).
+	secret := false
+	for _, s := range v.Secrets {
+		if s.Source == "volley_admin_password" {
+			secret = true
+			if def, ok := p.Secrets[s.Source]; !ok || def.Environment != "VOLLEY_ADMIN_PASSWORD" {
+				t.Errorf("volley: secret %s should be declared from the environment variable VOLLEY_ADMIN_PASSWORD: %+v", s.Source, def)
+			}
+		}
+	}
+	if !secret {
+		t.Error("volley: the secret volley_admin_password is not given to the service")
 	}
 
 	tg := p.Services["target"]
@@ -343,7 +357,8 @@ func TestDockerfile(t *testing.T) {
 	if len(args) == 0 || args[0] != "serve" {
 		t.Errorf("final stage: CMD %v should start with serve", args)
 	}
-	for _, want := range [][2]string{{"--addr", "0.0.0.0:8080"}, {"--db", "/data/volley.db"}} {
+	for _, want := range [][2]string{{"--addr", "0.0.0.0:8080"}, {"--db", "/data/volley.db"},
+		{"--admin-password-file", "/run/secrets/volley_admin_password"}} {
 		i := slices.Index(args, want[0])
 		if i < 0 || i+1 >= len(args) || args[i+1] != want[1] {
 			t.Errorf("final stage: CMD %v should contain %s %s", args, want[0], want[1])

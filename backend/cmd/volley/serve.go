@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volley-load/volley/backend/internal/api"
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -31,6 +33,7 @@ func serveCmd() *cobra.Command {
 		db         = "volley.db"
 		demoTarget = "127.0.0.1:8090"
 		lim        = defaultServeOpts()
+		admin      = adminInit{name: "admin"}
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -40,7 +43,7 @@ and runs in a SQLite file. By default it also starts the demo target on 127.0.0.
 empty database, creates an example plan against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), addr, db, demoTarget, lim)
+			return serve(cmd.Context(), addr, db, demoTarget, admin, lim)
 		},
 	}
 	c.Flags().StringArrayVar(&lim.publicURLs, "public-url", nil, "URL browsers use to reach Volley through a proxy or another name, e.g. https://volley.example.com (repeatable); its host is accepted as Host and its origin as Origin")
@@ -49,6 +52,8 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
 	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
 	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
+	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
+	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	return c
 }
 
@@ -76,7 +81,7 @@ func defaultServeOpts() serveOpts {
 	}
 }
 
-func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts) error {
+func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminInit, lim serveOpts) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -102,9 +107,6 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 		return err
 	}
 	defer ln.Close()
-	if !isLoopback(ln.Addr()) {
-		log.Warn("listening beyond loopback: anyone who can reach this address can run load tests from this machine; Volley has no authentication yet, keep it behind an authenticating proxy", "addr", ln.Addr().String())
-	}
 	unlock, err := lockDB(dbPath)
 	if err != nil {
 		return err
@@ -115,6 +117,24 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
+	authSvc := auth.New(st, auth.Config{})
+	loopback := isLoopback(ln.Addr())
+	if err := admin.apply(ctx, authSvc, log); err != nil {
+		return err
+	}
+	hasUsers, err := authSvc.HasUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	if !hasUsers && !loopback {
+		return usageError{fmt.Errorf(`--addr %s is not a loopback address and %s has no users: anyone who can reach the port would control Volley.
+Add an admin first, then start again (everyone then logs in):
+    volley user add admin --role admin --db %s
+or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
+	}
+	if !loopback {
+		log.Warn("listening beyond loopback: every user logs in; put a TLS proxy in front (--public-url https://…) so passwords and sessions are not sent in clear", "addr", ln.Addr().String())
+	}
 	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	} else if len(ids) > 0 {
@@ -147,7 +167,7 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 		log.Info("target policy", "allow", ps.Allow, "deny", ps.Deny)
 	}
 	srv := &http.Server{
-		Handler:           as.Handler(),
+		Handler:           as.UseAuth(api.AuthConfig{Service: authSvc, AllowLocal: loopback, SecureCookie: httpsPublicURL(lim.publicURLs)}).Handler(),
 		ReadHeaderTimeout: lim.readHeaderTimeout,
 		ReadTimeout:       lim.readTimeout,
 		WriteTimeout:      lim.writeTimeout,
@@ -155,7 +175,11 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, lim serveOpts)
 		MaxHeaderBytes:    lim.maxHeaderBytes,
 	}
 	abs, _ := filepath.Abs(dbPath)
-	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	if hasUsers {
+		log.Info("Volley is up; users log in", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	} else {
+		log.Info("Volley is up; no users, so the local user is the admin (volley user add turns logins on)", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	}
 	errc := make(chan error, 1)
 	sln := limitPerClient(ln, lim.maxConnsPerClient, log)
 	go func() { errc <- srv.Serve(sln) }()
@@ -203,4 +227,42 @@ func seedDemo(ctx context.Context, st *store.Store, targetAddr string) error {
 	}
 	_, err = st.CreatePlan(ctx, p.Name, spec)
 	return err
+}
+
+// adminInit is serve's --admin-password-file: the first admin of a database with no user, for
+// containers that bind beyond loopback.
+type adminInit struct{ name, passwordFile string }
+
+func (a adminInit) apply(ctx context.Context, svc *auth.Service, log *slog.Logger) error {
+	if a.passwordFile == "" {
+		return nil
+	}
+	if has, err := svc.HasUsers(ctx); err != nil || has {
+		return err
+	}
+	b, err := os.ReadFile(a.passwordFile)
+	if err != nil {
+		return usageError{fmt.Errorf("the database has no user and --admin-password-file %s cannot be read (%w): give the first admin's password in that file (a Docker secret: set VOLLEY_ADMIN_PASSWORD for docker compose), or add a user with volley user add", a.passwordFile, err)}
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	pw = strings.TrimRight(pw, "\r")
+	u, err := svc.AddUser(ctx, a.name, auth.Admin, pw)
+	if err != nil {
+		return usageError{fmt.Errorf("--admin-password-file %s: the first admin's %w", a.passwordFile, err)}
+	}
+	_ = svc.Audit(ctx, auth.Entry{Actor: auth.CLIActor, Action: auth.ActUserCreate, Target: "user " + u.Name,
+		Detail: map[string]any{"role": u.Role, "from": "--admin-password-file"}})
+	log.Info("created the first admin from --admin-password-file", "user", u.Name)
+	return nil
+}
+
+// httpsPublicURL reports whether browsers reach Volley over https (a TLS proxy in front): then the
+// session cookie is marked Secure even though the proxy talks plain HTTP to Volley.
+func httpsPublicURL(urls []string) bool {
+	for _, u := range urls {
+		if strings.HasPrefix(strings.ToLower(u), "https://") {
+			return true
+		}
+	}
+	return false
 }

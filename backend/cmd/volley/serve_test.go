@@ -35,7 +35,7 @@ func startServe(t *testing.T, db string, opts serveOpts) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, "127.0.0.1:0", db, "", opts) }()
+	go func() { done <- serve(ctx, "127.0.0.1:0", db, "", adminInit{}, opts) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -201,7 +201,7 @@ func TestServeRefusesBadPublicURL(t *testing.T) {
 	opts.publicURLs = []string{"https://volley.example.com", "volley.example.com"}
 	opts.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	db := filepath.Join(t.TempDir(), "volley.db")
-	err := serve(context.Background(), "127.0.0.1:0", db, "", opts)
+	err := serve(context.Background(), "127.0.0.1:0", db, "", adminInit{}, opts)
 	if err == nil || !strings.Contains(err.Error(), "--public-url") || !strings.Contains(err.Error(), `"volley.example.com"`) {
 		t.Fatalf("err %v, want one naming --public-url and the value", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -83,6 +84,7 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	s.auditRun(c, auth.ActRunStart, runID, sp.ID, sp.Name, sp.Spec)
 	r, err := s.store.GetRun(c.Request.Context(), runID)
 	if err != nil {
 		return 0, nil, err
@@ -123,12 +125,14 @@ func (s *Server) stopRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := s.store.GetRun(c.Request.Context(), id); err != nil {
+	was, err := s.store.GetRun(c.Request.Context(), id)
+	if err != nil {
 		return 0, nil, err
 	}
 	if err := s.runner.Stop(id); err != nil {
 		return 0, nil, err
 	}
+	s.auditRun(c, auth.ActRunStop, id, was.PlanID, was.PlanName, was.PlanSpec)
 	r, err := s.store.GetRun(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, err

@@ -53,6 +53,7 @@ type Server struct {
 	log    *slog.Logger
 	guard  *Guard
 	policy *netpolicy.Policy // the server's target policy (targets.go)
+	auth   *AuthConfig       // nil: no authentication, every caller is the local admin (UseAuth)
 }
 
 // Option configures a Server (New).
@@ -105,8 +106,20 @@ func (s *Server) Handler() http.Handler {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 		c.Next()
 	})
+	r.Use(s.authenticate()) // after the guard's checks; the roles per route: routePolicy (auth.go)
 	a := r.Group("/api")
 	a.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	a.POST("/auth/login", s.wrap(s.login))
+	a.POST("/auth/logout", s.wrap(s.logout))
+	a.GET("/auth/me", s.wrap(s.me))
+	a.GET("/users", s.wrap(s.listUsers))
+	a.POST("/users", s.wrap(s.createUser))
+	a.PATCH("/users/:name", s.wrap(s.updateUser))
+	a.DELETE("/users/:name", s.wrap(s.deleteUser))
+	a.GET("/tokens", s.wrap(s.listTokens))
+	a.POST("/tokens", s.wrap(s.createToken))
+	a.DELETE("/tokens/:id", s.wrap(s.revokeToken))
+	a.GET("/audit", s.wrap(s.auditLog))
 	a.GET("/plans", s.wrap(s.listPlans))
 	a.POST("/plans", s.wrap(s.createPlan))
 	a.GET("/plans/:id", s.wrap(s.getPlan))

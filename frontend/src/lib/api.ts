@@ -86,6 +86,12 @@ function takePrefetched(method: string, path: string, body: unknown): Promise<Re
   return p;
 }
 
+/** Called on any 401 answer but the login's own (the session ended: the app shows the login page). */
+let onUnauthorized: (() => void) | null = null;
+export function setUnauthorizedHandler(fn: (() => void) | null): void {
+  onUnauthorized = fn;
+}
+
 export async function request<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   const init: RequestInit = { method, headers: { Accept: 'application/json' }, signal };
   // Every state change carries Content-Type: application/json, body or not: the server refuses
@@ -101,7 +107,10 @@ export async function request<T>(method: string, path: string, body?: unknown, s
     if ((err as Error)?.name === 'AbortError') throw err;
     throw new ApiError(0, 'network', `Cannot reach the Volley server (${method} ${path}): ${errorMessage(err)}`);
   }
-  if (!res.ok) throw await parseError(res, method, path);
+  if (!res.ok) {
+    if (res.status === 401 && path !== '/api/auth/login') onUnauthorized?.();
+    throw await parseError(res, method, path);
+  }
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   if (text === '') return undefined as T;
@@ -140,6 +149,57 @@ export type ReportFormat = 'json' | 'csv' | 'html';
 export function reportURL(id: number | string, format: ReportFormat): string {
   return `/api/runs/${id}/report?format=${format}`;
 }
+
+export type Role = 'admin' | 'tester' | 'viewer';
+export const ROLES: readonly Role[] = ['viewer', 'tester', 'admin'];
+
+/** GET /api/auth/me: who is logged in; auth_enabled false means no users exist (the local admin). */
+export interface Me {
+  user: string;
+  role: Role;
+  auth_enabled: boolean;
+  via?: 'session' | 'token' | 'local';
+}
+export interface User {
+  name: string;
+  role: Role;
+  created_at: string;
+  updated_at: string;
+}
+export interface ApiToken {
+  id: number;
+  user: string;
+  role: Role;
+  label: string;
+  created_at: string;
+  last_used_at: string | null;
+  /** Only in the answer that created it: shown once. */
+  token?: string;
+}
+export interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  action: string;
+  target: string;
+  detail: Record<string, unknown>;
+  addr: string;
+}
+
+export const authApi = {
+  me: () => request<Me>('GET', '/api/auth/me'),
+  login: (username: string, password: string) => request<Me>('POST', '/api/auth/login', { username, password }),
+  logout: () => request<void>('POST', '/api/auth/logout'),
+  listUsers: () => request<ListResponse<User>>('GET', '/api/users'),
+  createUser: (u: { name: string; role: Role; password: string }) => request<User>('POST', '/api/users', u),
+  updateUser: (name: string, patch: { role?: Role; password?: string }) =>
+    request<User>('PATCH', `/api/users/${encodeURIComponent(name)}`, patch),
+  deleteUser: (name: string) => request<void>('DELETE', `/api/users/${encodeURIComponent(name)}`),
+  listTokens: () => request<ListResponse<ApiToken>>('GET', '/api/tokens'),
+  createToken: (label: string, user?: string) => request<ApiToken>('POST', '/api/tokens', user ? { label, user } : { label }),
+  revokeToken: (id: number) => request<void>('DELETE', `/api/tokens/${id}`),
+  audit: (limit: number, offset: number) => request<ListResponse<AuditEntry>>('GET', `/api/audit${qs({ limit, offset })}`),
+};
 
 export const api = {
   listPlans: (signal?: AbortSignal) => request<ListResponse<Plan>>('GET', '/api/plans', undefined, signal),

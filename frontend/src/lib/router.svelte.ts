@@ -1,4 +1,5 @@
-// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1
+// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1,
+// #/tokens, #/users, #/audit?offset=50
 // (a query string after the path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
 
 export type Route =
@@ -8,6 +9,9 @@ export type Route =
   | { name: 'runs'; query: URLSearchParams }
   | { name: 'run'; id: string }
   | { name: 'compare'; query: URLSearchParams }
+  | { name: 'tokens' }
+  | { name: 'users' }
+  | { name: 'audit'; query: URLSearchParams }
   | { name: 'not-found'; path: string };
 
 /** parseHash maps a location.hash to a route. An empty hash is the plans page. */
@@ -28,6 +32,8 @@ export function parseHash(hash: string): Route {
     if (parts.length === 2 && /^\d+$/.test(parts[1])) return { name: 'run', id: parts[1] };
   }
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', query };
+  if (parts.length === 1 && (parts[0] === 'tokens' || parts[0] === 'users')) return { name: parts[0] };
+  if (parts[0] === 'audit' && parts.length === 1) return { name: 'audit', query };
   return { name: 'not-found', path: h };
 }
 
