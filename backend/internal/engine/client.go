@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"runtime"
 
 	"github.com/valyala/fasthttp"
 
@@ -159,6 +160,7 @@ func (h *httpConn) discard(r io.Reader, n int64) (int64, error) {
 		v.scratch = make([]byte, scratchSize)
 	}
 	var got int64
+	unyielded := 0
 	for n < 0 || got < n {
 		b := v.scratch
 		if n >= 0 && n-got < int64(len(b)) {
@@ -174,6 +176,15 @@ func (h *httpConn) discard(r io.Reader, n int64) (int64, error) {
 		}
 		if err != nil {
 			return got, err
+		}
+		if unyielded += k; unyielded >= scratchSize {
+			// A target that keeps the socket full never makes this loop wait, and raw reads never
+			// enter the scheduler, so without a yield the VU would hold its P for a whole
+			// preemption slice (10 ms) at a time: a thousand such VUs would take seconds to go
+			// round once, and a VU whose request timed out or was stopped would wait that long to
+			// notice.
+			unyielded = 0
+			runtime.Gosched()
 		}
 	}
 	return got, nil

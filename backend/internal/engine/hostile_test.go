@@ -280,13 +280,19 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	t.Logf("%-20s checks=%-5v vus=%d: %.2f s, RSS idle %d MiB, peak +%d MiB; requests %d, interrupted %d, kinds %v",
-		c.path, c.checks, vus, took.Seconds(), idle>>20, (peak-idle)>>20, sum.Requests, sum.Interrupted, sum.ErrorKinds)
+	t.Logf("%-20s checks=%-5v vus=%d: %.2f s (summary %.2f s), RSS idle %d MiB, peak +%d MiB; requests %d, interrupted %d, kinds %v",
+		c.path, c.checks, vus, took.Seconds(), sum.DurationS, idle>>20, (peak-idle)>>20, sum.Requests, sum.Interrupted, sum.ErrorKinds)
 	if peak-idle > 256<<20 {
 		t.Errorf("%s: peak RSS %d MiB over idle (%d MiB), want ≤ 256 MiB", c.path, (peak-idle)>>20, idle>>20)
 	}
-	if limit := 3 * time.Second; took > limit { // duration 1 s + graceful_stop 1 s + 1 s
-		t.Errorf("%s: the run took %v, want ≤ %v", c.path, took, limit)
+	limit := 3 * time.Second // duration 1 s + graceful_stop 1 s + 1 s
+	if raceDetector {
+		// Building the summary alone takes 0.5–0.9 s under -race on a 2-core machine (≈ 0.1 s
+		// without); the traffic itself must still end by duration + graceful_stop + 1 s.
+		limit += time.Second
+	}
+	if took > limit || sum.DurationS > 3 {
+		t.Errorf("%s: the run took %v (its traffic %.2f s), want ≤ %v (≤ 3 s)", c.path, took, sum.DurationS, limit)
 	}
 	if sum.Successes != 0 {
 		t.Errorf("%s: %d successes against a hostile target", c.path, sum.Successes)
@@ -294,7 +300,9 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 	if sum.ErrorKinds[c.want[0]] == 0 {
 		t.Errorf("%s: no %s (kinds %v)", c.path, c.want[0], sum.ErrorKinds)
 	}
-	allowed := map[string]bool{metrics.ConnectTimeout.String(): true} // a busy machine's 1 000 connects
+	// A 2-core machine running 1 000 VUs and the target at once misses some 1 s timeouts whatever
+	// the answer: connects and first bytes that wait for a CPU.
+	allowed := map[string]bool{metrics.ConnectTimeout.String(): true, metrics.Timeout.String(): true}
 	for _, k := range c.want {
 		allowed[k] = true
 	}
@@ -331,14 +339,21 @@ func TestHostileTargets(t *testing.T) {
 		{path: "/stops-midway", want: []string{"read", "timeout"}},
 		{path: "/trickle", want: timeout},
 	}
+	vus := 200 // VOLLEY_HOSTILE_VUS=1000 runs the whole table at 1 000 VUs (~50 s)
+	if n, err := strconv.Atoi(os.Getenv("VOLLEY_HOSTILE_VUS")); err == nil && n > 0 {
+		vus = n
+	}
 	for _, c := range cases {
 		name := strings.TrimPrefix(c.path, "/")
 		if c.checks {
 			name += "+checks"
 		}
-		t.Run(name, func(t *testing.T) { hostileRun(t, addr, c, 200) })
+		t.Run(name, func(t *testing.T) { hostileRun(t, addr, c, vus) })
 	}
 	for _, c := range []hostileCase{cases[0], cases[4], cases[6]} {
+		if vus == 1000 {
+			break
+		}
 		t.Run("1000VUs/"+strings.TrimPrefix(c.path, "/"), func(t *testing.T) { hostileRun(t, addr, c, 1000) })
 	}
 }
