@@ -484,3 +484,30 @@ func TestStopCutsOffAnEndlessBody(t *testing.T) {
 		t.Errorf("%d connections still open 2 s after the run: the stuck VUs were not interrupted", n)
 	}
 }
+
+// Where the line between malformed_response and a connection's failure runs: bytes that do not
+// begin like HTTP are malformed whatever ended the read; an HTTP header cut short is a read error.
+func TestMalformedOrCutShort(t *testing.T) {
+	for _, c := range []struct {
+		name, answer, want string
+	}{
+		{"garbage without a line end, then close", "hello there", "malformed_response"},
+		{"an HTTP header cut short, then close", "HTTP/1.1 200 OK\r\nContent-Le", "read"},
+		{"a chunked body cut short, then close", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", "read"},
+		{"a negative Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello", "malformed_response"},
+		{"a header line without a colon", "HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 0\r\n\r\n", "malformed_response"},
+		{"101 interim answers", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 101) + "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "malformed_response"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := testutil.NewRawServer(t, func(*http.Request) testutil.RawAnswer {
+				return testutil.RawAnswer{Bytes: []byte(c.answer), Close: true}
+			})
+			js := fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],
+				"load":{"executor":"per-vu-iterations","vus":2,"iterations":5},"http":{"timeout":"5s"}}`, srv.Addr)
+			sum, _ := run(t, mustPlan(t, js))
+			if sum.Requests != 10 || sum.ErrorKinds[c.want] != 10 {
+				t.Errorf("requests %d kinds %v, want 10 × %s", sum.Requests, sum.ErrorKinds, c.want)
+			}
+		})
+	}
+}
