@@ -15,10 +15,27 @@ import (
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 )
 
+// malformedError marks an answer that is not HTTP/1.x the engine can parse (error kind
+// malformed_response; httpConn.responseError).
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string { return "malformed response: " + e.err.Error() }
+func (e *malformedError) Unwrap() error { return e.err }
+
 // classify maps a transport error to its error kind. Status codes and checks are judged elsewhere.
 func classify(err error) metrics.ErrorKind {
 	if err == nil {
 		return metrics.KindNone
+	}
+	var malformed *malformedError
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.As(err, &malformed):
+		return metrics.MalformedResponse
+	case errors.As(err, &small):
+		return metrics.HeaderTooLarge // fasthttp: the header outgrew the read buffer
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return metrics.BodyTooLarge
 	}
 	dial := isDialError(err)
 	var denied *netpolicy.Denied

@@ -5,12 +5,17 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"runtime"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
 // readBufferSize is each connection's read buffer. fasthttp parses a response header inside it,
-// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB). It is the
+// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB; a larger one
+// is error kind header_too_large), and with it the longest header line and the most header fields
+// (about a thousand of the shortest). It is the
 // size bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation,
 // not two; TestReadBufferSize).
 const readBufferSize = 4096
@@ -36,17 +41,16 @@ type httpConn struct {
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 }
 
-// do sends req and reads the answer into resp. With stream, a body is left in resp.BodyStream()
-// for the caller, who must call finishStream after reading it.
-func (h *httpConn) do(req *outgoing, resp *fasthttp.Response, stream bool) error {
+// do sends req, reads the answer's header into resp and its body as req asks (readBody), and
+// returns the body's size. A body is never allocated at the length the response declares.
+func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	if h.conn == nil {
 		if err := h.connect(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	resp.Reset()
-	resp.SkipBody = req.isHead()
-	resp.StreamBody = stream
+	resp.SkipBody = true // the header only: readBody decides what to do with the body
 	resp.Header.DisableNormalizing()
 	var err error
 	if req.wire != nil {
@@ -60,35 +64,160 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response, stream bool) error
 		}
 	}
 	if err == nil {
-		err = resp.ReadLimitBody(&h.br, 0)
+		if err = resp.ReadLimitBody(&h.br, 0); err != nil {
+			if err == io.EOF {
+				// fasthttp reports any error on a response's first byte as io.EOF; the connection
+				// knows whether it was one (a reset before the answer) or the server closing.
+				err = fasthttp.ErrConnectionClosed
+				if h.cc != nil && h.cc.readErr != nil {
+					err = h.cc.readErr
+				}
+			}
+			err = h.responseError(err, true)
+		}
+	}
+	var n int64
+	if err == nil && !req.isHead() && !noBody(resp.StatusCode()) {
+		if n, err = h.readBody(req, resp); err != nil {
+			err = h.responseError(err, false)
+		}
 	}
 	if err != nil {
-		if err == io.EOF {
-			// fasthttp reports any error on a response's first byte as io.EOF; the connection
-			// knows whether it was one (a reset before the answer) or the server closing.
-			err = fasthttp.ErrConnectionClosed
-			if h.cc != nil && h.cc.readErr != nil {
-				err = h.cc.readErr
-			}
-		}
 		h.close()
-		return err
+		return 0, err
 	}
-	if stream && resp.BodyStream() != nil {
-		return nil // finishStream decides about the connection
+	if req.closes() || resp.ConnectionClose() || resp.StatusCode() < 200 {
+		h.close() // a 101 Switching Protocols leaves nothing HTTP on the connection either
 	}
-	if req.closes() || resp.ConnectionClose() {
-		h.close()
-	}
-	return nil
+	return n, nil
 }
 
-// finishStream ends a streamed exchange: ok says the body was read to its end.
-func (h *httpConn) finishStream(req *outgoing, resp *fasthttp.Response, ok bool) {
-	_ = resp.CloseBodyStream()
-	if !ok || req.closes() || resp.ConnectionClose() {
-		h.close()
+// noBody reports whether a response with this status has no body (RFC 9110 §6.4.1).
+func noBody(status int) bool {
+	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
+}
+
+// readBody reads the body of the response whose header resp holds and returns its size.
+//
+// A body a check or extraction needs (req.keepBody) is read into resp, up to the plan's
+// http.max_body: a declared length over it fails at once, without reading or allocating anything
+// (fasthttp.ErrBodyTooLarge), and a chunked or close-delimited body fails as soon as it passes the
+// limit. Any other body is read and discarded through bounded memory, whatever its size: one
+// that came with the header is skipped in the read buffer; a longer one is read through the VU's
+// scratch buffer, a chunked one through fasthttp's body stream. Bytes are counted as read
+// (countingConn), so bytes_in stays exact. The request's deadline cuts any of these reads off
+// (deadline.go).
+func (h *httpConn) readBody(req *outgoing, resp *fasthttp.Response) (int64, error) {
+	cl := resp.Header.ContentLength() // ≥ 0, -1 chunked, -2 until the connection closes
+	if req.keepBody {
+		limit := h.vu.e.maxBody
+		if cl > limit {
+			return 0, fasthttp.ErrBodyTooLarge
+		}
+		resp.SkipBody = false
+		if err := resp.ReadBody(&h.br, limit); err != nil {
+			return 0, err
+		}
+		if cl == -1 {
+			if err := resp.Header.ReadTrailer(&h.br); err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return 0, err
+			}
+		}
+		return int64(len(resp.Body())), nil
 	}
+	switch {
+	case cl >= 0 && cl <= readBufferSize:
+		n, err := h.br.Discard(cl)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return int64(n), err
+	case cl >= 0:
+		return h.discard(&h.br, int64(cl))
+	case cl == -1:
+		resp.SkipBody, resp.StreamBody = false, true
+		_ = resp.ReadBody(&h.br, 0) // only sets up the stream
+		s := resp.BodyStream()
+		if s == nil {
+			return 0, nil
+		}
+		n, err := h.discard(s, -1)
+		_ = resp.CloseBodyStream()
+		return n, err
+	default:
+		return h.discard(&h.br, -1)
+	}
+}
+
+// discard reads and drops n bytes from r (n < 0: up to io.EOF) through the VU's scratch
+// buffer. Fewer than n bytes is io.ErrUnexpectedEOF.
+func (h *httpConn) discard(r io.Reader, n int64) (int64, error) {
+	v := h.vu
+	if v.scratch == nil {
+		v.scratch = make([]byte, scratchSize)
+	}
+	var got int64
+	unyielded := 0
+	for n < 0 || got < n {
+		b := v.scratch
+		if n >= 0 && n-got < int64(len(b)) {
+			b = b[:n-got]
+		}
+		k, err := r.Read(b)
+		got += int64(k)
+		if err == io.EOF {
+			if n < 0 {
+				return got, nil
+			}
+			return got, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return got, err
+		}
+		if unyielded += k; unyielded >= scratchSize {
+			// A target that keeps the socket full never makes this loop wait, and raw reads never
+			// enter the scheduler, so without a yield the VU would hold its P for a whole
+			// preemption slice (10 ms) at a time: a thousand such VUs would take seconds to go
+			// round once, and a VU whose request timed out or was stopped would wait that long to
+			// notice.
+			unyielded = 0
+			runtime.Gosched()
+		}
+	}
+	return got, nil
+}
+
+// scratchSize is the buffer through which a VU reads and drops bodies longer than its read
+// buffer: made on the first such body, once per VU.
+const scratchSize = 32 << 10
+
+// responseError tells apart a connection's failure (timeout, reset, closed: the error is kept and
+// classified as such) from an answer that is not HTTP the engine can parse, which becomes a
+// *malformedError (error kind malformed_response): a bad status line or header, bad framing, a bad
+// chunk — and, in the header, bytes that do not even begin like an HTTP/1.x response (HTTP/0.9 or
+// garbage), whatever ended the read.
+func (h *httpConn) responseError(err error, header bool) error {
+	if classify(err) != metrics.Other && (!header || looksLikeHTTP(&h.br)) {
+		return err
+	}
+	return &malformedError{err}
+}
+
+// looksLikeHTTP reports whether the unread bytes of a response that failed to parse begin like an
+// HTTP/1.x status line (after the empty lines fasthttp skips), or are not there.
+func looksLikeHTTP(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	for len(b) > 0 && (b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	const proto = "HTTP/"
+	if len(b) > len(proto) {
+		b = b[:len(proto)]
+	}
+	return string(b) == proto[:len(b)]
 }
 
 func (h *httpConn) connect() error {

@@ -80,7 +80,7 @@ type Engine struct {
 	rows         [][][]byte     // data table rows
 	rowNext      atomic.Int64
 	extractSlots int
-	needBody     bool          // some check or extraction reads response bodies: never stream them
+	maxBody      int           // http.max_body: the largest body read into memory for checks and extractions
 	writeBuf     int           // fasthttp write buffer per connection (writeBufferSize)
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
@@ -110,6 +110,7 @@ type reqSpec struct {
 	hdrT             []hdrTmpl
 	checks           []check
 	extracts         []extract
+	keepBody         bool // a body check or an extraction from the body reads the response body
 	thinkLo, thinkHi time.Duration
 }
 
@@ -199,6 +200,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
 	e.policy = opts.Policy
+	e.maxBody = p.HTTP.MaxBodyOrDefault()
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
 		e.connectTimeout = p.HTTP.Timeout.D()
@@ -249,7 +251,7 @@ func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
 		e.checks = append(e.checks, checkInfo{request: r.Name, desc: describe(c)})
 		s.checks = append(s.checks, k)
 		if c.Type == "body" || c.Type == "json" {
-			e.needBody = true
+			s.keepBody = true
 		}
 	}
 	for _, x := range r.Extract {
@@ -260,7 +262,7 @@ func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
 			}
 		}
 		if x.From != "header" {
-			e.needBody = true
+			s.keepBody = true
 		}
 		s.extracts = append(s.extracts, k)
 	}

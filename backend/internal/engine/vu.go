@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -22,11 +21,6 @@ const (
 	inFlight
 	abandoned
 )
-
-// streamAbove is the body size beyond which a VU switches its clients to streaming bodies: small
-// bodies are read into the VU's reused buffer (no allocation), large ones are streamed through a
-// fixed scratch buffer so that no VU holds a large body in memory.
-const streamAbove = 256 << 10
 
 type vuReq struct {
 	spec   *reqSpec
@@ -46,16 +40,15 @@ type vu struct {
 
 	// The first request spec and connection live in the VU itself (most plans have one of each):
 	// fewer allocations per VU at start.
-	reqs0     [1]vuReq
-	clients0  [1]*httpConn
-	conn0     httpConn
-	resp      *fasthttp.Response
-	redirect  *fasthttp.Request // scratch request for followed redirects
-	rng       *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
-	timeout   time.Duration
-	state     atomic.Int32
-	streaming bool
-	scratch   []byte
+	reqs0    [1]vuReq
+	clients0 [1]*httpConn
+	conn0    httpConn
+	resp     *fasthttp.Response
+	redirect *fasthttp.Request // scratch request for followed redirects
+	rng      *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
+	timeout  time.Duration
+	state    atomic.Int32
+	scratch  []byte // bodies nobody reads are dropped through it (httpConn.discard); made on first use
 
 	// request timeouts (deadline.go)
 	deadline atomic.Int64 // of the request in flight: ns since the run started, noDeadline or expired
@@ -160,6 +153,7 @@ type outgoing struct {
 	req             *fasthttp.Request // nil when wire is set
 	wire            []byte
 	head, connClose bool // of wire
+	keepBody        bool // a check or extraction reads the body: read it into the response (readBody)
 }
 
 func (o *outgoing) isHead() bool {
@@ -179,9 +173,9 @@ func (o *outgoing) closes() bool {
 func (r *vuReq) outgoing() outgoing {
 	if r.req == nil {
 		s := r.spec
-		return outgoing{wire: s.wire, head: s.head, connClose: s.connClose}
+		return outgoing{wire: s.wire, head: s.head, connClose: s.connClose, keepBody: s.keepBody}
 	}
-	return outgoing{req: r.req}
+	return outgoing{req: r.req, keepBody: r.spec.keepBody}
 }
 
 // writeBufferSize sizes the write buffer of every VU connection to the plan's largest request, as
@@ -390,35 +384,11 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	}
 }
 
-// exchange performs one HTTP exchange and returns the response body size. Bodies are never kept:
-// they are read into the reused response buffer, or streamed through scratch once a VU has seen a
-// large one.
+// exchange performs one HTTP exchange and returns the response body size. A body is kept (in the
+// reused response buffer, up to http.max_body) only when a check or extraction reads it; any
+// other is read and dropped through bounded memory (httpConn.readBody).
 func (v *vu) exchange(c *httpConn, req outgoing) (int64, error) {
-	if err := c.do(&req, v.resp, v.streaming); err != nil {
-		return 0, err
-	}
-	if v.streaming {
-		if s := v.resp.BodyStream(); s != nil {
-			if v.scratch == nil {
-				v.scratch = make([]byte, 32<<10)
-			}
-			n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{s}, v.scratch)
-			c.finishStream(&req, v.resp, err == nil)
-			return n, err
-		}
-		return int64(len(v.resp.Body())), nil
-	}
-	n := len(v.resp.Body())
-	if n > streamAbove && !v.e.needBody {
-		v.startStreaming()
-	}
-	return int64(n), nil
-}
-
-// startStreaming switches this VU to streamed bodies and drops its large buffer.
-func (v *vu) startStreaming() {
-	v.streaming = true
-	v.resp = &fasthttp.Response{}
+	return c.do(&req, v.resp)
 }
 
 func isRedirect(status int) bool {
@@ -467,7 +437,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		host := string(u.Host())
 		req.Header.SetHostBytes(u.Host())
 		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
-		n, err := v.exchange(c, outgoing{req: req})
+		n, err := v.exchange(c, outgoing{req: req, keepBody: orig.spec.keepBody})
 		body = n
 		if err != nil {
 			return 0, classify(err)
@@ -502,7 +472,26 @@ func (v *vu) closeConns() {
 func (v *vu) abandon() {
 	if v.state.CompareAndSwap(inFlight, abandoned) {
 		v.shard.Interrupted()
+		v.interrupt()
 		return
 	}
 	v.state.Store(abandoned)
+}
+
+// interrupt cuts off the request in flight now, as its timeout would (deadline.go): a VU stuck
+// reading an endless body or header returns at once instead of at its deadline, so an abandoned
+// run holds no socket and no reader for long.
+func (v *vu) interrupt() {
+	for {
+		d := v.deadline.Load()
+		if d <= noDeadline {
+			return
+		}
+		if v.deadline.CompareAndSwap(d, expired) {
+			if c := v.conn.Load(); c != nil {
+				_ = c.Conn.SetDeadline(longAgo)
+			}
+			return
+		}
+	}
 }

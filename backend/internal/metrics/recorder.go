@@ -30,12 +30,21 @@ const (
 	// BlockedTarget: the server's target policy refused the connection before it was made
 	// (netpolicy: a denied address or host name, e.g. cloud metadata or link-local).
 	BlockedTarget
+	// HeaderTooLarge: the response header (status line, fields, or a chunked body's trailer) did
+	// not fit the engine's read buffer (4 KiB).
+	HeaderTooLarge
+	// BodyTooLarge: a body a check or extraction needs was larger than the plan's http.max_body.
+	BodyTooLarge
+	// MalformedResponse: the answer is not HTTP/1.x the engine can parse: no status line (HTTP/0.9
+	// or other bytes), a bad status line or header line, conflicting or invalid Content-Length, a
+	// bad chunk size or chunk framing.
+	MalformedResponse
 	numKinds
 )
 
 var kindNames = [numKinds]string{"", "connect_refused", "connect_timeout", "timeout", "reset", "tls",
 	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other", "too_many_open_files",
-	"blocked_target"}
+	"blocked_target", "header_too_large", "body_too_large", "malformed_response"}
 
 // String returns the kind's stable JSON name ("" for success).
 func (k ErrorKind) String() string {

@@ -25,6 +25,15 @@ const (
 	MaxVUs = 100_000
 )
 
+// Response bodies a check or extraction reads are held in memory up to http.max_body bytes
+// (DefaultMaxBody when the plan leaves it out; MinMaxBody–MaxMaxBody). Other bodies are never held:
+// they are read and discarded whatever their size.
+const (
+	DefaultMaxBody = 1 << 20
+	MinMaxBody     = 1 << 10
+	MaxMaxBody     = 1 << 30
+)
+
 // Plan is one load test: what to request, how much load, how to talk HTTP, and pass/fail rules.
 type Plan struct {
 	Name     string    `json:"name"`
@@ -105,11 +114,22 @@ type HTTP struct {
 	FollowRedirects    bool     `json:"follow_redirects"`
 	MaxRedirects       int      `json:"max_redirects"`
 	InsecureSkipVerify bool     `json:"insecure_skip_verify"`
+	// MaxBody is the largest response body, in bytes, read into memory for a check or an
+	// extraction (0: DefaultMaxBody); a larger one is error kind body_too_large.
+	MaxBody int `json:"max_body,omitempty"`
 	// Hosts overrides name resolution: "api.example.test" → "127.0.0.1:8443" (or an IP), or a
 	// comma-separated list over which VUs are spread (VU i → address i mod n). A key may carry a
 	// port ("api.example.test:8080"), which then applies to that port only and wins over the bare
 	// name. The URL's host still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
+}
+
+// MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
+func (h HTTP) MaxBodyOrDefault() int {
+	if h.MaxBody > 0 {
+		return h.MaxBody
+	}
+	return DefaultMaxBody
 }
 
 // KeepAliveOn reports whether connections are reused (the default).
@@ -318,6 +338,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.HTTP.ConnectTimeout < 0 {
 		v.add("http.connect_timeout", "must not be negative")
+	}
+	if m := p.HTTP.MaxBody; m != 0 && (m < MinMaxBody || m > MaxMaxBody) {
+		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
 	}
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {

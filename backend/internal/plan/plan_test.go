@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -171,5 +172,30 @@ func TestZeroGracefulStopIsRefused(t *testing.T) {
 	p, err := Parse([]byte(`{"name":"t","requests":[{"url":"http://127.0.0.1:1/"}],"load":{"vus":1,"duration":"1s","graceful_stop":"1ms"}}`))
 	if err != nil || p.Load.GracefulStop.D() != time.Millisecond {
 		t.Fatalf("1ms: %v %v", p, err)
+	}
+}
+
+// http.max_body: absent means the default; out of its range is an error naming the field; it is
+// not written back when absent, so existing plans read and store as before.
+func TestMaxBody(t *testing.T) {
+	base := `{"name":"t","requests":[{"url":"http://127.0.0.1:1/"}],"load":{"vus":1,"duration":"1s"}%s}`
+	p, err := Parse([]byte(fmt.Sprintf(base, "")))
+	if err != nil || p.HTTP.MaxBody != 0 || p.HTTP.MaxBodyOrDefault() != DefaultMaxBody {
+		t.Fatalf("absent: %v, max_body %d → %d", err, p.HTTP.MaxBody, p.HTTP.MaxBodyOrDefault())
+	}
+	if b, _ := json.Marshal(p); strings.Contains(string(b), "max_body") {
+		t.Errorf("an absent max_body is written back: %s", b)
+	}
+	for _, v := range []string{"-1", "1023", "1073741825", "\"1MB\"", "1.5"} {
+		_, err := Parse([]byte(fmt.Sprintf(base, `,"http":{"max_body":`+v+`}`)))
+		if ve, _ := err.(*ValidationError); ve == nil || !strings.Contains(ve.Error(), "max_body") {
+			t.Errorf("max_body %s: %v", v, err)
+		}
+	}
+	for _, v := range []int{MinMaxBody, 65536, MaxMaxBody} {
+		p, err := Parse([]byte(fmt.Sprintf(base, fmt.Sprintf(`,"http":{"max_body":%d}`, v))))
+		if err != nil || p.HTTP.MaxBodyOrDefault() != v {
+			t.Errorf("max_body %d: %v", v, err)
+		}
 	}
 }
