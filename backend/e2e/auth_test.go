@@ -131,6 +131,7 @@ func TestLoginInTheBrowserAndRunTheDemo(t *testing.T) {
 	// stop it from the API with the token (a tester's), as CI would
 	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/runs/%d/stop", srv.base, runID), nil)
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -91,17 +91,18 @@ func newAuthApp(t *testing.T, allowLocal, users bool, extra ...func(*gin.Engine)
 	h := hub.New(nil)
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
 	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}}
-	handler := api.New(st, rn, h, ui, log).UseAuth(api.AuthConfig{Service: svc, AllowLocal: allowLocal}).Handler()
+	as := api.New(st, rn, h, ui, log).UseAuth(api.AuthConfig{Service: svc, AllowLocal: allowLocal})
+	engine := as.Router()
 	for _, f := range extra {
-		f(handler.(*gin.Engine))
+		f(engine)
 	}
-	srv := httptest.NewServer(handler)
+	srv := httptest.NewServer(as.Guarded(engine))
 	t.Cleanup(func() {
 		_ = rn.Shutdown(t.Context())
 		srv.Close()
 		st.Close()
 	})
-	return &authApp{t: t, url: srv.URL, svc: svc, clk: clk, logs: logs, engine: handler.(*gin.Engine), answers: &syncBuf{}}
+	return &authApp{t: t, url: srv.URL, svc: svc, clk: clk, logs: logs, engine: engine, answers: &syncBuf{}}
 }
 
 // cred is how a request authenticates: a session cookie, a bearer token, or nothing.
@@ -110,8 +111,8 @@ type cred struct{ cookie, bearer string }
 func (a *authApp) do(c cred, method, path, body string) (int, map[string]any, *http.Response) {
 	a.t.Helper()
 	req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set("Content-Type", "application/json") // the guard's rule for state changes
 	}
 	if c.cookie != "" {
 		req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: c.cookie})

@@ -94,7 +94,14 @@ const maxBody = 1 << 20
 // Handler returns the HTTP handler: /api routes and the SPA for everything else, all behind the
 // guard (Host, Origin, Content-Type; guard.go), which runs before anything else — routing,
 // redirects, authentication.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.Guarded(s.Router()) }
+
+// Guarded wraps h in the server's guard (guard.go): Host, Origin and Content-Type checks.
+func (s *Server) Guarded(h http.Handler) http.Handler { return s.guard.Wrap(h) }
+
+// Router returns the gin engine with every route, without the guard around it: Handler serves it
+// guarded; tests add routes to it before wrapping it with Guarded.
+func (s *Server) Router() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -140,5 +147,5 @@ func (s *Server) Handler() http.Handler {
 	a.GET("/compare", s.wrap(s.compareRuns))
 	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))
 	r.NoRoute(s.spa())
-	return s.guard.Wrap(r)
+	return r
 }
