@@ -105,6 +105,9 @@ func Open(path string) (*Store, error) {
 		Logger: slowOnly{logger.New(log.New(os.Stderr, "store: ", log.LstdFlags), logger.Config{
 			SlowThreshold: 500 * time.Millisecond,
 			LogLevel:      logger.Warn,
+			// A logged statement shows "?" for its values: plans, secrets and notes never
+			// reach the log.
+			ParameterizedQueries: true,
 		})},
 	})
 	if err != nil {
