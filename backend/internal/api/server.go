@@ -33,6 +33,10 @@ type Store interface {
 	PreviousRun(ctx context.Context, id int64) (*store.Run, error)
 	PlanTrend(ctx context.Context, planID int64, limit int) ([]store.Run, error)
 	RunHistogram(ctx context.Context, runID int64) ([]byte, error)
+	ListSecrets(ctx context.Context) ([]store.SecretInfo, error)
+	PutSecret(ctx context.Context, name, value string) (*store.SecretInfo, bool, error)
+	DeleteSecret(ctx context.Context, name string) error
+	SecretValues(ctx context.Context, names []string) (map[string]string, error)
 }
 
 // Runner is the run lifecycle the handlers need (implemented by *runner.Runner).
@@ -96,6 +100,11 @@ func (s *Server) Handler() http.Handler {
 	a.GET("/runs/:id/samples", s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
+	// The secret store: names listed, values write-only (secrets.go).
+	sec := a.Group("/secrets")
+	sec.GET("", s.wrap(s.listSecrets))
+	sec.PUT("/:name", s.wrap(s.putSecret))
+	sec.DELETE("/:name", s.wrap(s.deleteSecret))
 	r.NoRoute(s.spa())
 	return r
 }
