@@ -57,22 +57,15 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	p, err := plan.ParseFile(path) // also reads data.file, relative to the plan
 	if err != nil {
 		if ve, ok := err.(*plan.ValidationError); ok {
-			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
-			keys := make([]string, 0, len(ve.Fields))
-			for k := range ve.Fields {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				name := k
-				if name == "" {
-					name = "(plan)"
-				}
-				fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
-			}
-			return exitCode(exitInvalidPlan)
+			return invalidPlan(stderr, path, ve)
 		}
 		return fail("cannot read the plan: %v", err)
+	}
+	// {{secret.NAME}} values come from the environment (VOLLEY_SECRET_NAME); a missing one is
+	// an invalid plan naming the field, before any load.
+	p.Secrets = envSecrets(p, os.LookupEnv)
+	if err := p.CheckSecrets("the environment (set " + secretEnvPrefix + "NAME)"); err != nil {
+		return invalidPlan(stderr, path, err.(*plan.ValidationError))
 	}
 	// Open --out now: a path that cannot be written must fail before the load, not after it.
 	var outFile *os.File
@@ -124,6 +117,24 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		return exitCode(exitThresholds)
 	}
 	return nil
+}
+
+// invalidPlan prints every problem of a plan by field path and returns exit status 2.
+func invalidPlan(stderr io.Writer, path string, ve *plan.ValidationError) error {
+	fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
+	keys := make([]string, 0, len(ve.Fields))
+	for k := range ve.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if name == "" {
+			name = "(plan)"
+		}
+		fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
+	}
+	return exitCode(exitInvalidPlan)
 }
 
 func progressLine(s metrics.Sample, cum int64, total time.Duration) string {
