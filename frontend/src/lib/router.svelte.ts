@@ -1,4 +1,4 @@
-// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1
+// Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1, #/secrets
 // (a query string after the path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
 
 export type Route =
@@ -8,6 +8,7 @@ export type Route =
   | { name: 'runs'; query: URLSearchParams }
   | { name: 'run'; id: string }
   | { name: 'compare'; query: URLSearchParams }
+  | { name: 'secrets' }
   | { name: 'not-found'; path: string };
 
 /** parseHash maps a location.hash to a route. An empty hash is the plans page. */
@@ -28,6 +29,7 @@ export function parseHash(hash: string): Route {
     if (parts.length === 2 && /^\d+$/.test(parts[1])) return { name: 'run', id: parts[1] };
   }
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', query };
+  if (parts[0] === 'secrets' && parts.length === 1) return { name: 'secrets' };
   return { name: 'not-found', path: h };
 }
 
