@@ -28,6 +28,14 @@ describe('App', () => {
     expect((container.querySelector('[data-testid=lang-switch]') as HTMLSelectElement).value).toBe('zh-CN');
   });
 
+  it('routes #/secrets to the secrets page, linked from the nav bar', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
+    location.hash = '#/secrets';
+    const { container } = render(App);
+    await waitFor(() => expect(container.querySelector('[data-testid=secrets-empty]')).not.toBeNull());
+    expect(container.querySelector('[data-testid=nav-secrets]')!.classList.contains('active')).toBe(true);
+  });
+
   it('routes #/compare to the compare page', async () => {
     vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
     location.hash = '#/compare';
