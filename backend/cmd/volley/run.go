@@ -29,7 +29,8 @@ func runCmd() *cobra.Command {
 		Long: `Run a plan file without the web UI (for CI and quick checks).
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
 3 the run could not start or its results could not be written; 130 stopped by Ctrl-C or SIGTERM
-(the summary of what ran is still printed and written).`,
+(the summary of what ran is still printed and written).
+A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRET_NAME.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
