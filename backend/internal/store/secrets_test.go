@@ -2,7 +2,10 @@ package store
 
 import (
 	"errors"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestSecretsPutListReadDelete(t *testing.T) {
@@ -43,4 +46,41 @@ func TestSecretsPutListReadDelete(t *testing.T) {
 	if _, _, err := s.PutSecret(ctx, "E", ""); err == nil {
 		t.Error("an empty value was stored")
 	}
+}
+
+// A statement logged as slow shows "?" for its values: a secret or a plan never reaches the log.
+func TestSlowStatementLogHasNoValues(t *testing.T) {
+	s := newStore(t)
+	var buf syncBuf
+	s.db.Logger = dbLogger(&buf, time.Nanosecond) // every statement is "slow"
+	if _, _, err := s.PutSecret(t.Context(), "K", "v4lue-canary"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SecretValues(t.Context(), []string{"K"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "INSERT INTO secrets") || !strings.Contains(out, "?") {
+		t.Fatalf("no slow statement logged: %q", out)
+	}
+	if strings.Contains(out, "v4lue-canary") || strings.Contains(out, "'K'") {
+		t.Errorf("a value is in the log: %q", out)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
