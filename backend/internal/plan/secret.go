@@ -320,7 +320,9 @@ func maskGeneric(spec []byte) []byte {
 }
 
 // KeepMasked prepares a plan JSON sent to update a stored plan: in every secret header whose
-// value is Masked, it puts the stored plan's value of that header back. The stored request is
+// value is Masked, it puts the stored plan's value of that header back. A header the stored plan
+// kept secret stays secret when it comes back masked but no longer listed in secret_headers
+// (unmarking must not reveal a value nobody re-entered). The stored request is
 // the one with the same name, else the one at the same index; a placeholder with no stored value
 // to keep stays (and Validate then names the field). It returns the JSON to Parse; input that is
 // not a JSON object is returned unchanged for Parse to report.
@@ -358,13 +360,20 @@ func KeepMasked(data []byte, stored *Plan) []byte {
 			continue
 		}
 		for k, val := range h {
-			if val != Masked || !r.IsSecretHeader(k) {
+			if val != Masked || !r.IsSecretHeader(k) && !old.IsSecretHeader(k) {
 				continue
 			}
 			for ok2, ov := range old.Headers {
 				if strings.EqualFold(ok2, k) && ov != Masked {
 					h[k] = ov
 					changed = true
+					if !r.IsSecretHeader(k) {
+						// Unmarked while still masked: the value stays secret (unmarking must
+						// not reveal it); to unmark, send the value itself.
+						list, _ := req["secret_headers"].([]any)
+						req["secret_headers"] = append(list, k)
+						r.SecretHeaders = append(r.SecretHeaders, k)
+					}
 					break
 				}
 			}

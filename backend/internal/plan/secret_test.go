@@ -106,6 +106,21 @@ func TestKeepMaskedRestoresStoredValues(t *testing.T) {
 	if h := p.Requests[0].Headers; h["Cookie"] != "c=NEW" || h["Proxy-Authorization"] != "Basic P1" {
 		t.Errorf("request b: %v", h)
 	}
+	// Unmarking a masked header does not reveal it: it stays secret with its stored value.
+	unmarked := strings.Replace(string(shown), `"secret_headers":["x-api-key"]`, `"secret_headers":[]`, 1)
+	if unmarked == string(shown) {
+		t.Fatal("fixture: secret_headers not found")
+	}
+	p2, err := Parse(KeepMasked([]byte(unmarked), stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.Requests[0].Headers["X-Api-Key"] != "K1" || !p2.Requests[0].IsSecretHeader("X-Api-Key") {
+		t.Errorf("unmarked while masked: %v %v", p2.Requests[0].Headers, p2.Requests[0].SecretHeaders)
+	}
+	if b, _ := Marshal(p2); strings.Contains(string(MaskSpec(b)), "K1") {
+		t.Errorf("unmarking revealed the value")
+	}
 	// Without a stored value (a new plan, or a header that was not stored) the placeholder is an
 	// error naming the field, never a value sent to a target.
 	_, err = Parse(KeepMasked([]byte(strings.Replace(string(shown), `"name":"a"`, `"name":"new"`, 1)), &Plan{}))
