@@ -48,7 +48,9 @@ func TestBrowserSecrets(t *testing.T) {
 			}
 		}
 	}
-	html := func() string { return evalString(t, ctx, `document.documentElement.outerHTML + [...document.querySelectorAll("input")].map(i => i.value).join("|")`) }
+	html := func() string {
+		return evalString(t, ctx, `document.documentElement.outerHTML + [...document.querySelectorAll("input")].map(i => i.value).join("|")`)
+	}
 
 	// 1. The Secrets page: set a value; the page never shows it.
 	openSPA(t, ctx, srv.base+"/#/secrets")
