@@ -32,6 +32,15 @@ describe('App', () => {
     vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
     location.hash = '#/compare';
     const { container } = render(App);
-    await waitFor(() => expect(container.querySelector('[data-testid=compare-empty]')).not.toBeNull());
+    // the page loads on first use: on a busy machine that takes more than waitFor's default second
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-empty]')).not.toBeNull(), { timeout: 10_000 });
+  });
+
+  it('routes #/secrets to the secrets page, linked from the nav bar', async () => {
+    vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
+    location.hash = '#/secrets';
+    const { container } = render(App);
+    await waitFor(() => expect(container.querySelector('[data-testid=secrets-empty]')).not.toBeNull(), { timeout: 10_000 });
+    expect(container.querySelector('[data-testid=nav-secrets]')!.classList.contains('active')).toBe(true);
   });
 });

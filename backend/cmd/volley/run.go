@@ -29,7 +29,8 @@ func runCmd() *cobra.Command {
 		Long: `Run a plan file without the web UI (for CI and quick checks).
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
 3 the run could not start or its results could not be written; 130 stopped by Ctrl-C or SIGTERM
-(the summary of what ran is still printed and written).`,
+(the summary of what ran is still printed and written).
+A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRET_NAME.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
@@ -61,22 +62,15 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	}
 	if err != nil {
 		if ve, ok := err.(*plan.ValidationError); ok {
-			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
-			keys := make([]string, 0, len(ve.Fields))
-			for k := range ve.Fields {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				name := k
-				if name == "" {
-					name = "(plan)"
-				}
-				fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
-			}
-			return exitCode(exitInvalidPlan)
+			return invalidPlan(stderr, path, ve)
 		}
 		return fail("cannot read the plan: %v", err)
+	}
+	// {{secret.NAME}} values come from the environment (VOLLEY_SECRET_NAME); a missing one is
+	// an invalid plan naming the field, before any load.
+	p.Secrets = envSecrets(p, os.LookupEnv)
+	if err := p.CheckSecrets("the environment (set " + secretEnvPrefix + "NAME)"); err != nil {
+		return invalidPlan(stderr, path, err.(*plan.ValidationError))
 	}
 	// Open --out now: a path that cannot be written must fail before the load, not after it.
 	var outFile *os.File
@@ -128,6 +122,24 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		return exitCode(exitThresholds)
 	}
 	return nil
+}
+
+// invalidPlan prints every problem of a plan by field path and returns exit status 2.
+func invalidPlan(stderr io.Writer, path string, ve *plan.ValidationError) error {
+	fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)
+	keys := make([]string, 0, len(ve.Fields))
+	for k := range ve.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if name == "" {
+			name = "(plan)"
+		}
+		fmt.Fprintf(stderr, "  %s: %s\n", name, ve.Fields[k])
+	}
+	return exitCode(exitInvalidPlan)
 }
 
 func progressLine(s metrics.Sample, cum int64, total time.Duration) string {

@@ -42,6 +42,7 @@ var routePolicy = auth.Policy{
 	{Method: http.MethodDelete, Route: "/api/tokens/:id", Role: auth.Viewer}, // own, or any for an admin
 	{Route: "/api/users/*", Role: auth.Admin},
 	{Route: "/api/audit/*", Role: auth.Admin},
+	{Route: "/api/secrets/*", Role: auth.Admin}, // values are write-only; even their names are an admin's
 }
 
 // publicRoutes answer without a session or token.

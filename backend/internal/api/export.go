@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/report"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) buildReport(c *gin.Context) (int, []byte, string, string, error
 		Run: struct {
 			runJSON
 			Plan json.RawMessage `json:"plan"`
-		}{toRunJSON(r), orNull(r.PlanSpec)},
+		}{toRunJSON(r), orNull(plan.MaskSpec(r.PlanSpec))},
 		Meta: report.Meta{RunID: r.ID, PlanName: r.PlanName, Status: r.Status, StartedAt: &r.StartedAt,
 			EndedAt: r.EndedAt, Notes: r.Notes, Tags: r.Tags, Error: r.Error},
 		Samples: make([]metrics.Sample, len(smps)),

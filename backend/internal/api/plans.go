@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -22,8 +23,9 @@ type planJSON struct {
 	UpdatedAt time.Time       `json:"updated_at"`
 }
 
+// toPlanJSON shows a stored plan with its secret header values masked (plan.MaskSpec).
 func toPlanJSON(p *store.Plan) planJSON {
-	return planJSON{ID: p.ID, Name: p.Name, Plan: json.RawMessage(p.Spec), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	return planJSON{ID: p.ID, Name: p.Name, Plan: json.RawMessage(plan.MaskSpec(p.Spec)), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
 
 type list[T any] struct {
@@ -40,12 +42,14 @@ func idParam(c *gin.Context) (int64, error) {
 }
 
 // readPlan parses and validates the body; the stored spec is the plan with its defaults filled.
-func readPlan(c *gin.Context) (*plan.Plan, []byte, error) {
+// With stored (an update), secret header values sent as the plan.Masked placeholder get the
+// stored plan's values back (plan.KeepMasked); elsewhere the placeholder is an invalid value.
+func readPlan(c *gin.Context, stored *plan.Plan) (*plan.Plan, []byte, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
 	}
-	p, err := plan.Parse(body)
+	p, err := plan.Parse(plan.KeepMasked(body, stored))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -69,7 +73,7 @@ func (s *Server) listPlans(c *gin.Context) (int, any, error) {
 }
 
 func (s *Server) createPlan(c *gin.Context) (int, any, error) {
-	p, spec, err := readPlan(c)
+	p, spec, err := readPlan(c, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -100,7 +104,18 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	p, spec, err := readPlan(c)
+	// The stored plan, whose secret header values a masked update keeps. A missing plan is
+	// reported by UpdatePlan (after the body's own problems, as before).
+	var stored *plan.Plan
+	if old, err := s.store.GetPlan(c.Request.Context(), id); err == nil {
+		stored = &plan.Plan{}
+		if json.Unmarshal(old.Spec, stored) != nil {
+			stored = nil
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return 0, nil, err
+	}
+	p, spec, err := readPlan(c, stored)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -52,7 +52,7 @@ func toRunDetail(r *store.Run) runDetail {
 		d.Summary = r.Summary
 	}
 	if len(r.PlanSpec) > 0 {
-		d.Plan = r.PlanSpec
+		d.Plan = plan.MaskSpec(r.PlanSpec)
 	}
 	return d
 }
@@ -73,8 +73,19 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err := s.checkTargets(p); err != nil { // the policy may have changed since the plan was saved
 		return 0, nil, err
 	}
+	if names := p.SecretNames(); len(names) > 0 {
+		if p.Secrets, err = s.store.SecretValues(c.Request.Context(), names); err != nil {
+			return 0, nil, err
+		}
+		if err := p.CheckSecrets("the secret store (PUT /api/secrets/NAME)"); err != nil {
+			return 0, nil, err
+		}
+	}
+	// The run keeps a snapshot of its plan to show later: masked, so the runs table never holds
+	// a secret header value.
+	snapshot := plan.MaskSpec(sp.Spec)
 	runID, err := s.runner.Start(p, func(started time.Time) (int64, error) {
-		r, err := s.store.CreateRun(context.WithoutCancel(c.Request.Context()), sp.ID, sp.Name, sp.Spec, started)
+		r, err := s.store.CreateRun(context.WithoutCancel(c.Request.Context()), sp.ID, sp.Name, snapshot, started)
 		if err != nil {
 			return 0, err
 		}

@@ -34,6 +34,10 @@ type Store interface {
 	PreviousRun(ctx context.Context, id int64) (*store.Run, error)
 	PlanTrend(ctx context.Context, planID int64, limit int) ([]store.Run, error)
 	RunHistogram(ctx context.Context, runID int64) ([]byte, error)
+	ListSecrets(ctx context.Context) ([]store.SecretInfo, error)
+	PutSecret(ctx context.Context, name, value string) (*store.SecretInfo, bool, error)
+	DeleteSecret(ctx context.Context, name string) error
+	SecretValues(ctx context.Context, names []string) (map[string]string, error)
 }
 
 // Runner is the run lifecycle the handlers need (implemented by *runner.Runner).
@@ -146,6 +150,11 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
 	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))
+	// The secret store: names listed, values write-only (secrets.go).
+	sec := a.Group("/secrets")
+	sec.GET("", s.wrap(s.listSecrets))
+	sec.PUT("/:name", s.wrap(s.putSecret))
+	sec.DELETE("/:name", s.wrap(s.deleteSecret))
 	r.NoRoute(s.spa())
 	return r
 }

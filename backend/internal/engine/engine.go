@@ -16,6 +16,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
@@ -124,6 +125,9 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := p.CheckSecrets("the plan's secret values"); err != nil {
+		return nil, err
+	}
 	if opts.Shards <= 0 {
 		opts.Shards = 4 * runtime.GOMAXPROCS(0)
 	}
@@ -135,7 +139,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	}
 	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
 		dialSlots: make(chan struct{}, firstDials)}
-	vs := &vars{data: map[string]int{}, extract: map[string]int{}}
+	vs := &vars{data: map[string]int{}, extract: map[string]int{}, secrets: p.Secrets}
 	if d := p.Data; d != nil {
 		header, rows, err := d.Columns()
 		if err != nil {
@@ -233,13 +237,29 @@ func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
 	if s.urlT, err = vs.compile(r.URL); err != nil {
 		return err
 	}
+	// A template of literal text and {{secret.NAME}} values only is static: the value goes into
+	// the spec's copy of the request (never the plan's), which is then serialized once.
+	if lit, ok := s.urlT.literal(); ok && s.urlT != nil {
+		s.r.URL, s.urlT = lit, nil
+	}
 	if s.bodyT, err = vs.compile(r.Body); err != nil {
 		return err
 	}
+	if lit, ok := s.bodyT.literal(); ok && s.bodyT != nil {
+		s.r.Body, s.bodyT = lit, nil
+	}
+	cloned := false
 	for k, val := range r.Headers {
 		t, err := vs.compile(val)
 		if err != nil {
 			return err
+		}
+		if lit, ok := t.literal(); ok && t != nil {
+			if !cloned {
+				s.r.Headers, cloned = maps.Clone(r.Headers), true
+			}
+			s.r.Headers[k] = lit
+			continue
 		}
 		if t != nil {
 			s.hdrT = append(s.hdrT, hdrTmpl{name: k, t: t})

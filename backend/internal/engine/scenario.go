@@ -37,10 +37,24 @@ type tpart struct {
 // tmpl is a compiled template; nil means the text has no variables.
 type tmpl []tpart
 
-// vars maps variable names to data columns and extract slots.
+// vars maps variable names to data columns and extract slots, and {{secret.NAME}} to values.
 type vars struct {
 	data    map[string]int
 	extract map[string]int
+	secrets plan.SecretValues
+}
+
+// literal returns the text of a template whose parts are all literal (a template of secrets and
+// text only), so the request can stay static; ok is false when a part varies per iteration.
+func (t tmpl) literal() (string, bool) {
+	var b strings.Builder
+	for i := range t {
+		if t[i].kind != partLit {
+			return "", false
+		}
+		b.Write(t[i].lit)
+	}
+	return b.String(), true
 }
 
 func (vs *vars) compile(s string) (tmpl, error) {
@@ -64,6 +78,12 @@ func (vs *vars) compile(s string) (tmpl, error) {
 			t = append(t, tpart{kind: partUUID})
 		case p.Var == "random_int":
 			t = append(t, tpart{kind: partRandInt, a: p.Args[0], b: p.Args[1]})
+		case strings.HasPrefix(p.Var, plan.SecretPrefix):
+			val, ok := vs.secrets[strings.TrimPrefix(p.Var, plan.SecretPrefix)]
+			if !ok {
+				return nil, fmt.Errorf("{{%s}} has no value", p.Var)
+			}
+			t = append(t, tpart{kind: partLit, lit: []byte(val)})
 		default:
 			if i, ok := vs.data[p.Var]; ok {
 				t = append(t, tpart{kind: partData, idx: i})

@@ -47,6 +47,10 @@ type Plan struct {
 	Load       Load        `json:"load"`
 	HTTP       HTTP        `json:"http"`
 	Thresholds []Threshold `json:"thresholds"`
+	// Secrets holds the values of the plan's {{secret.NAME}} references, filled by whoever starts
+	// the run (the server from its secret store, `volley run` from the environment); never
+	// encoded (json:"-"), and printed as "[redacted]".
+	Secrets SecretValues `json:"-"`
 }
 
 // Data is a CSV table whose columns become {{variables}}: the first row names the columns.
@@ -71,6 +75,9 @@ type Request struct {
 	ThinkTime ThinkTime         `json:"think_time,omitempty"` // overrides the plan's
 	Checks    []Check           `json:"checks,omitempty"`
 	Extract   []Extract         `json:"extract,omitempty"`
+	// SecretHeaders names headers (case-insensitive) whose values are secret besides
+	// AlwaysSecret: shown as Masked by the API and exports, kept by an update that sends Masked.
+	SecretHeaders []string `json:"secret_headers,omitempty"`
 }
 
 // Check is a per-response assertion; a response that fails one is counted with error kind
@@ -257,9 +264,10 @@ func (p *Plan) Defaults() {
 			r.Weight = 1
 		}
 		if r.Name == "" {
-			r.Name = r.Method + " " + r.URL
+			r.Name = DefaultName(r.Method, r.URL)
 		}
 	}
+	p.renameLegacyNames()
 	p.Load.defaults()
 	if p.HTTP.Timeout == 0 {
 		p.HTTP.Timeout = Duration(DefaultTimeout)
@@ -327,6 +335,7 @@ func (p *Plan) Validate() error {
 		}
 	}
 	p.validateScenario(v)
+	p.validateSecrets(v)
 	p.Load.validate(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")

@@ -170,6 +170,13 @@ var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // iteration, from 0), {{uuid}} (a random UUID v4), {{random_int a b}} (uniform in [a, b]).
 var builtins = map[string]bool{"vu": true, "iteration": true, "uuid": true, "random_int": true}
 
+// isSecretRef reports whether a template variable is a {{secret.NAME}} reference (resolved when
+// a run starts, from the server's secret store or the environment).
+func isSecretRef(v string) bool {
+	name, ok := strings.CutPrefix(v, SecretPrefix)
+	return ok && ValidSecretName(name)
+}
+
 // Part is one piece of a template: literal text, or a variable with its arguments.
 type Part struct {
 	Lit  string
@@ -189,7 +196,7 @@ func ParseTemplate(s string) ([]Part, error) {
 			parts = append(parts, Part{Lit: s[last:m[0]]})
 		}
 		fields := strings.Fields(s[m[2]:m[3]])
-		if len(fields) == 0 || !varName.MatchString(fields[0]) {
+		if len(fields) == 0 || !varName.MatchString(fields[0]) && !isSecretRef(fields[0]) {
 			return nil, fmt.Errorf("%q is not a variable", s[m[0]:m[1]])
 		}
 		p := Part{Var: fields[0]}
@@ -283,7 +290,7 @@ func (p *Plan) validateScenario(v *ValidationError) {
 				continue
 			}
 			for _, part := range parts {
-				if part.Var != "" && !known[part.Var] {
+				if part.Var != "" && !known[part.Var] && !isSecretRef(part.Var) {
 					v.add(f+name, fmt.Sprintf("{{%s}} is not defined (built-ins: vu, iteration, uuid, random_int; or a data column or an extracted var)", part.Var))
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log"
 	"net/url"
@@ -102,10 +103,7 @@ func Open(path string) (*Store, error) {
 	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
 		SkipDefaultTransaction: true, // every write below chooses its own transaction
 		NowFunc:                func() time.Time { return time.Now().UTC() },
-		Logger: slowOnly{logger.New(log.New(os.Stderr, "store: ", log.LstdFlags), logger.Config{
-			SlowThreshold: 500 * time.Millisecond,
-			LogLevel:      logger.Warn,
-		})},
+		Logger:                 dbLogger(os.Stderr, 500*time.Millisecond),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -192,6 +190,16 @@ func orNil(b []byte) []byte {
 	return b
 }
 
+// dbLogger is gorm's logger for the store: statements slower than slow are logged to w, with "?"
+// in place of their values (ParameterizedQueries), so plans, secrets and notes never reach a log.
+func dbLogger(w io.Writer, slow time.Duration) logger.Interface {
+	return slowOnly{logger.New(log.New(w, "store: ", log.LstdFlags), logger.Config{
+		SlowThreshold:        slow,
+		LogLevel:             logger.Warn,
+		ParameterizedQueries: true,
+	})}
+}
+
 // slowOnly logs slow statements but not failed ones: every error is returned to the caller, who
 // decides whether it is worth a log line (a duplicate or a missing row usually is not).
 type slowOnly struct{ logger.Interface }
@@ -202,6 +210,15 @@ func (l slowOnly) LogMode(level logger.LogLevel) logger.Interface {
 
 func (l slowOnly) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
 	l.Interface.Trace(ctx, begin, fc, nil)
+}
+
+// ParamsFilter passes gorm's question (which values may a logged statement show) on to the
+// wrapped logger; without it gorm would not see the wrapped logger's ParameterizedQueries.
+func (l slowOnly) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
+	if f, ok := l.Interface.(gorm.ParamsFilter); ok {
+		return f.ParamsFilter(ctx, sql, params...)
+	}
+	return sql, params
 }
 
 func utc(t time.Time) time.Time { return t.UTC() }

@@ -8,6 +8,7 @@ import type {
   PlanSpec,
   Run,
   SamplesResponse,
+  Secret,
   TrendPoint,
 } from './types';
 
@@ -222,6 +223,10 @@ export const api = {
     request<DistributionResponse>('GET', `/api/runs/${id}/distribution`, undefined, signal),
   planTrend: (planId: number | string, limit = 50, signal?: AbortSignal) =>
     request<{ items: TrendPoint[] }>('GET', `/api/plans/${planId}/trend${qs({ limit })}`, undefined, signal),
+  /** The secret store: names and times only; values are write-only. */
+  listSecrets: (signal?: AbortSignal) => request<ListResponse<Secret>>('GET', '/api/secrets', undefined, signal),
+  putSecret: (name: string, value: string) => request<Secret>('PUT', `/api/secrets/${encodeURIComponent(name)}`, { value }),
+  deleteSecret: (name: string) => request<void>('DELETE', `/api/secrets/${encodeURIComponent(name)}`),
   compare: (ids: readonly (number | string)[], baseline?: number | string, points?: number, signal?: AbortSignal) =>
     request<CompareResponse>('GET', `/api/compare?ids=${ids.map((x) => encodeURIComponent(String(x))).join(',')}${qs({ baseline, points }).replace('?', '&')}`, undefined, signal),
 };

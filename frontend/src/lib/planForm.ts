@@ -105,6 +105,24 @@ export const DEFAULT_LEVELS = [10, 50, 100, 500, 1000];
 export interface HeaderRow {
   key: string;
   value: string;
+  /** Marked secret (the request's secret_headers); Authorization, Cookie and Proxy-Authorization always are. */
+  secret?: boolean;
+}
+
+/** MASKED is the placeholder the server shows for a secret header value; sent back, it keeps the stored value. */
+export const MASKED = '********';
+
+/** ALWAYS_SECRET headers are secret in every request (compared case-insensitively). */
+export const ALWAYS_SECRET = ['authorization', 'cookie', 'proxy-authorization'];
+
+/** alwaysSecret reports whether a header name is secret whatever the request marks. */
+export function alwaysSecret(key: string): boolean {
+  return ALWAYS_SECRET.includes(key.trim().toLowerCase());
+}
+
+/** isSecretHeader reports whether a header row's value is secret (always, or marked). */
+export function isSecretHeader(h: HeaderRow): boolean {
+  return alwaysSecret(h.key) || h.secret === true;
 }
 
 export interface StageRow {
@@ -418,7 +436,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const REQUEST_KEYS = ['name', 'method', 'url', 'headers', 'body', 'weight', 'think_time', 'checks', 'extract'];
+const REQUEST_KEYS = ['name', 'method', 'url', 'headers', 'body', 'weight', 'think_time', 'checks', 'extract', 'secret_headers'];
 
 function requestToForm(r: PlanSpec['requests'][number]): RequestForm {
   const checks = Array.isArray(r.checks) ? (r.checks as unknown[]) : null;
@@ -431,7 +449,7 @@ function requestToForm(r: PlanSpec['requests'][number]): RequestForm {
     name: str(r.name),
     method: str(r.method || 'GET').toUpperCase(),
     url: str(r.url),
-    headers: Object.entries(r.headers ?? {}).map(([key, value]) => ({ key, value: str(value) })),
+    headers: Object.entries(r.headers ?? {}).map(([key, value]) => headerRow(key, str(value), r.secret_headers)),
     body: str(r.body),
     weight: str(r.weight),
     thinkTime: str(r.think_time),
@@ -439,6 +457,11 @@ function requestToForm(r: PlanSpec['requests'][number]): RequestForm {
     extract: (extract ?? []).map(extractToRow),
     extra,
   };
+}
+
+function headerRow(key: string, value: string, secretHeaders: unknown): HeaderRow {
+  const marked = Array.isArray(secretHeaders) && secretHeaders.some((s) => typeof s === 'string' && s.toLowerCase() === key.toLowerCase());
+  return marked && !alwaysSecret(key) ? { key, value, secret: true } : { key, value };
 }
 
 /** checkToRow reads one check; keys its type does not use stay in extra and are sent back. */
@@ -697,9 +720,25 @@ export function reconcileThresholdOpts(oldText: string, oldOpts: ThresholdOpt[],
   return out;
 }
 
-/** requestName is the name the server gives a request (its name, else "METHOD URL"). */
+/** nameURL is a URL as it goes into a default request name: without its query string, fragment and user:password@. */
+export function nameURL(url: string): string {
+  let u = url;
+  const q = u.search(/[?#]/);
+  if (q >= 0) u = u.slice(0, q);
+  const i = u.indexOf('://');
+  if (i >= 0) {
+    const rest = u.slice(i + 3);
+    const slash = rest.indexOf('/');
+    const authority = slash >= 0 ? rest.slice(0, slash) : rest;
+    const at = authority.lastIndexOf('@');
+    if (at >= 0) u = u.slice(0, i + 3) + rest.slice(at + 1);
+  }
+  return u;
+}
+
+/** requestName is the name the server gives a request (its name, else "METHOD URL" without the query string). */
 export function requestName(r: RequestForm): string {
-  return r.name.trim() || `${r.method} ${r.url.trim()}`;
+  return r.name.trim() || `${r.method} ${nameURL(r.url.trim())}`;
 }
 
 /** requestNames lists the distinct request names, in order (the targets of a threshold). */
@@ -834,6 +873,8 @@ function requestToPlan(r: RequestForm): PlanSpec['requests'][number] {
   setIf(out, 'think_time', r.thinkTime.trim());
   if (r.checks.length > 0) out.checks = r.checks.map(rowToCheck);
   if (r.extract.length > 0) out.extract = r.extract.map(rowToExtract);
+  const marked = rows.filter((h) => h.secret && !alwaysSecret(h.key) && h.key.trim() !== '').map((h) => h.key.trim());
+  if (marked.length > 0) out.secret_headers = marked;
   return withExtra(out, r.extra) as PlanSpec['requests'][number];
 }
 

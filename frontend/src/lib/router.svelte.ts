@@ -1,5 +1,5 @@
 // Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1,
-// #/tokens, #/users, #/audit?offset=50
+// #/tokens, #/users, #/audit?offset=50, #/secrets
 // (a query string after the path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
 
 export type Route =
@@ -12,6 +12,7 @@ export type Route =
   | { name: 'tokens' }
   | { name: 'users' }
   | { name: 'audit'; query: URLSearchParams }
+  | { name: 'secrets' }
   | { name: 'not-found'; path: string };
 
 /** parseHash maps a location.hash to a route. An empty hash is the plans page. */
@@ -34,6 +35,7 @@ export function parseHash(hash: string): Route {
   if (parts[0] === 'compare' && parts.length === 1) return { name: 'compare', query };
   if (parts.length === 1 && (parts[0] === 'tokens' || parts[0] === 'users')) return { name: parts[0] };
   if (parts[0] === 'audit' && parts.length === 1) return { name: 'audit', query };
+  if (parts[0] === 'secrets' && parts.length === 1) return { name: 'secrets' };
   return { name: 'not-found', path: h };
 }
 

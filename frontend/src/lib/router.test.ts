@@ -9,6 +9,7 @@ describe('parseHash', () => {
     expect(parseHash('#/plans/new')).toEqual({ name: 'plan-new' });
     expect(parseHash('#/plans/12')).toEqual({ name: 'plan-edit', id: '12' });
     expect(parseHash('#/runs/7')).toEqual({ name: 'run', id: '7' });
+    expect(parseHash('#/secrets')).toEqual({ name: 'secrets' });
     const r = parseHash('#/runs?plan_id=3&offset=25');
     expect(r.name).toBe('runs');
     if (r.name === 'runs') {

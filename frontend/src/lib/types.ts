@@ -12,6 +12,8 @@ export interface PlanRequest {
   method?: string;
   url: string;
   headers?: Record<string, string>;
+  /** Headers whose values are secret besides Authorization, Cookie, Proxy-Authorization (shown as ********). */
+  secret_headers?: string[];
   body?: string;
   weight?: number;
   checks?: Check[];
@@ -297,3 +299,10 @@ export interface ListResponse<T> {
 export type LiveMessage =
   | { type: 'sample'; data: Sample }
   | { type: 'summary'; data: Summary; run?: Run };
+
+/** A stored secret as GET /api/secrets lists it: never its value. */
+export interface Secret {
+  name: string;
+  created_at: string;
+  updated_at: string;
+}

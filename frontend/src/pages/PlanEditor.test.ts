@@ -113,6 +113,46 @@ describe('PlanEditor', () => {
     expect(sent.http).toMatchObject({ follow_redirects: true, max_redirects: 3, timeout: '2s' });
   });
 
+  it('shows secret header values masked, keeps the placeholder when untouched and marks headers secret', async () => {
+    const plan = {
+      id: 6,
+      name: 'sec',
+      created_at: '2026-11-29T10:00:00Z',
+      updated_at: '2026-11-29T10:00:00Z',
+      plan: {
+        name: 'sec',
+        requests: [{ name: 'r', method: 'GET', url: 'http://127.0.0.1:8090/', headers: { Authorization: '********', 'X-Api-Key': '********', 'X-Trace': 't1' }, body: '', weight: 1, secret_headers: ['X-Api-Key'] }],
+        load: { executor: 'constant-vus', vus: 1, duration: '10s', graceful_stop: '5s' },
+        http: { timeout: '10s', keep_alive: true, follow_redirects: false, max_redirects: 10, insecure_skip_verify: false },
+        thresholds: [],
+      },
+    };
+    const f = mockFetch((url, init) => {
+      if (init.method === 'PUT') return { status: 200, body: { ...plan, plan: JSON.parse(init.body as string) } };
+      return { status: 200, body: plan };
+    });
+    const { container } = render(PlanEditor, { id: '6' });
+    const q = (s: string) => container.querySelector(s) as HTMLInputElement;
+    await waitFor(() => expect(q('#plan-name')?.value).toBe('sec'));
+    expect(q('#req-0-header-0-value').type).toBe('password');
+    expect(q('#req-0-header-0-value').value).toBe('********');
+    expect(q('[data-testid=req-0-header-0-secret]').disabled).toBe(true); // Authorization: always secret
+    expect(q('#req-0-header-1-value').type).toBe('password');
+    expect(q('[data-testid=req-0-header-1-secret]').checked).toBe(true);
+    expect(q('#req-0-header-2-value').type).toBe('text');
+    expect(q('#req-0-header-2-value').value).toBe('t1');
+
+    // mark X-Trace secret; leave the masked values untouched
+    await fireEvent.click(q('[data-testid=req-0-header-2-secret]'));
+    expect(q('#req-0-header-2-value').type).toBe('password');
+    await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
+    await waitFor(() => expect(screen.getByRole('status').textContent).toContain('Saved'));
+    const put = f.mock.calls.find((c) => (c[1] as RequestInit | undefined)?.method === 'PUT')!;
+    const sent = JSON.parse((put[1] as RequestInit).body as string);
+    expect(sent.requests[0].headers).toEqual({ Authorization: '********', 'X-Api-Key': '********', 'X-Trace': 't1' });
+    expect(sent.requests[0].secret_headers).toEqual(['X-Api-Key', 'X-Trace']);
+  });
+
   it('Save & run on 409 shows the message with a link to the active run', async () => {
     mockFetch((url, init) => {
       if (url === '/api/plans' && init.method === 'POST') return { status: 201, body: { id: 8, name: 'p', plan: {} } };

@@ -88,7 +88,8 @@ describe('RunView of a finished run', () => {
     const f = stub();
     const { container } = render(RunView, { id: '8' });
     const q = (s: string) => container.querySelector(s);
-    await waitFor(() => expect(q('[data-testid=chart-tps]')?.getAttribute('data-points')).toBe('7'));
+    // the charts load on first use: on a busy machine that takes more than waitFor's default second
+    await waitFor(() => expect(q('[data-testid=chart-tps]')?.getAttribute('data-points')).toBe('7'), { timeout: 10_000 });
     const url = f.mock.calls.map((c) => String(c[0])).find((u) => u.startsWith('/api/runs/8/samples'))!;
     const points = Number(new URL(url, 'http://x').searchParams.get('points'));
     expect(points).toBeGreaterThanOrEqual(200);
