@@ -12,7 +12,7 @@ import (
 // lockDB takes an exclusive advisory lock on "<db>.lock" so that two servers never share one
 // database (each would believe the other's running run was left by a crash).
 func lockDB(dbPath string) (unlock func(), err error) {
-	f, err := os.OpenFile(dbPath+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(dbPath+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("database %s: directory %s does not exist", dbPath, filepath.Dir(dbPath))
 	}

@@ -73,6 +73,10 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
+	if !st.Reserved() {
+		log.Warn("no room for the database's reserve file: if the disk fills during a run, its failed status may not be saved",
+			"file", dbPath+".reserve", "bytes", store.ReserveBytes)
+	}
 	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	} else if len(ids) > 0 {
@@ -96,7 +100,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 	}
 
 	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	ss := &api.StoreSink{W: st, Log: log}
+	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
+	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	srv := &http.Server{
 		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
