@@ -16,6 +16,10 @@ func lockDB(dbPath string) (unlock func(), err error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("database %s: directory %s does not exist", dbPath, filepath.Dir(dbPath))
 	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return nil, fmt.Errorf("database %s: cannot create or open its lock file %s.lock (%v): the folder %s must be "+
+			"writable; make it writable or give another --db path", dbPath, dbPath, err, filepath.Dir(dbPath))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock database: %w", err)
 	}
