@@ -296,4 +296,6 @@ export interface ListResponse<T> {
 
 export type LiveMessage =
   | { type: 'sample'; data: Sample }
-  | { type: 'summary'; data: Summary; run?: Run };
+  | { type: 'summary'; data: Summary; run?: Run }
+  /** The server is failing the run (e.g. its seconds cannot be stored); the summary, status failed, follows. */
+  | { type: 'error'; data: { error: string } };
