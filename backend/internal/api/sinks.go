@@ -164,8 +164,14 @@ func (k *StoreSink) reset(runID int64) {
 
 // flush writes the pending seconds in order, stopping at the first failure.
 func (k *StoreSink) flush(runID int64) error {
-	for len(k.pending) > 0 {
-		ps := k.pending[0]
+	done := 0
+	defer func() { // keep the unstored tail at the front, reusing the array
+		n := copy(k.pending, k.pending[done:])
+		clear(k.pending[n:])
+		k.pending = k.pending[:n]
+	}()
+	for ; done < len(k.pending); done++ {
+		ps := k.pending[done]
 		if err := k.W.AppendSample(context.Background(), runID, ps.smp, ps.p); err != nil {
 			if k.failingSince.IsZero() {
 				k.failingSince = k.now()
@@ -175,8 +181,6 @@ func (k *StoreSink) flush(runID int64) error {
 			k.lastErr = err
 			return err
 		}
-		k.pending[0] = pendingSample{}
-		k.pending = k.pending[1:]
 		k.pendingBytes -= len(ps.smp.Data) + len(ps.smp.Hist)
 	}
 	if !k.failingSince.IsZero() {
