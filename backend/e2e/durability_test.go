@@ -30,7 +30,7 @@ func killTrials(t *testing.T) int {
 // commitGrace is how long after a second ends its commit may still be in flight: the collector
 // reads the counters and the process, the store sink decodes the second's histogram and commits
 // (≈ 0.25 ms of CPU); on a loaded machine the goroutines wait for a core first. Measured here, on 2
-// cores at load 12-14: 23-112 ms in 2 of 40 kills; the rest lost < 1 s.
+// cores at load 12-14 (60 kills): 3 landed in that window (1.023, 1.074, 1.112 s lost), 57 lost < 1 s.
 const commitGrace = 250 * time.Millisecond
 
 // TestKillNineLosesAtMostTheCurrentSecond SIGKILLs `volley serve` mid-run, at a random moment of
