@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -159,5 +161,101 @@ func TestDiskFullFailsTheRunAndTellsViewers(t *testing.T) {
 	<-rn.Done(int64(again["id"].(float64)))
 	if _, r := a.do("GET", fmt.Sprintf("/api/runs/%v", again["id"]), ""); r["status"] != "finished" {
 		t.Errorf("run after freeing space: %v %v", r["status"], r["error"])
+	}
+}
+
+// TestLockedDatabaseFailsTheRunThenStoresItsEnd: another program (the sqlite3 shell) holds the
+// database's write lock mid-run. The run fails with a reason that says the database is locked, the
+// viewer is told at once, and once the lock is released the run's end is stored (the end is
+// retried, not dropped).
+func TestLockedDatabaseFailsTheRunThenStoresItsEnd(t *testing.T) {
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("sqlite3 shell not installed")
+	}
+	path := filepath.Join(t.TempDir(), "volley.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := hub.New(nil)
+	ss := &api.StoreSink{W: st, Log: log, BufferFor: 2 * time.Second}
+	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
+	ss.Fail = rn.Fail
+	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
+	t.Cleanup(func() {
+		_ = rn.Shutdown(t.Context())
+		srv.Close()
+		st.Close()
+	})
+	a := &app{t: t, url: srv.URL}
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "1m"))
+	_, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", int(p["id"].(float64))), "")
+	id := int64(run["id"].(float64))
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+fmt.Sprintf("/api/runs/%d/live", id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	_ = ws.SetReadDeadline(time.Now().Add(60 * time.Second))
+	read := func() liveMsg {
+		t.Helper()
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			t.Fatalf("live: %v", err)
+		}
+		var m liveMsg
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for n := 0; n < 2; {
+		if read().Type == "sample" {
+			n++
+		}
+	}
+	_, before := a.do("GET", fmt.Sprintf("/api/runs/%d/samples", id), "")
+
+	shell := exec.Command(sqlite3, path)
+	stdin, _ := shell.StdinPipe()
+	stdout, _ := shell.StdoutPipe()
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = shell.Wait() }()
+	io.WriteString(stdin, "BEGIN IMMEDIATE;\nUPDATE plans SET name = name;\n.print locked\n")
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "locked\n" {
+		t.Fatalf("sqlite3 shell: %q %v", line, err)
+	}
+	locked := time.Now()
+	var m liveMsg
+	for m = read(); m.Type == "sample"; m = read() {
+	}
+	if m.Type != "error" || !strings.Contains(string(m.Data), "the database is locked by another program") {
+		t.Fatalf("after the lock: %s %s, want the error message", m.Type, m.Data)
+	}
+	t.Logf("viewer told %v after the lock was taken", time.Since(locked).Round(time.Millisecond))
+	time.Sleep(6 * time.Second) // the end's first writes meet the lock too
+	io.WriteString(stdin, "ROLLBACK;\n.quit\n")
+	stdin.Close()
+	_ = shell.Wait()
+
+	for m = read(); m.Type != "summary"; m = read() {
+	}
+	if m.Run["status"] != "failed" {
+		t.Errorf("summary status %v, want failed", m.Run["status"])
+	}
+	<-rn.Done(id)
+	_, got := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
+	if got["status"] != "failed" || !strings.Contains(fmt.Sprint(got["error"]), "the database is locked by another program") {
+		t.Errorf("stored run: status %v, error %v", got["status"], got["error"])
+	}
+	_, after := a.do("GET", fmt.Sprintf("/api/runs/%d/samples", id), "")
+	kept, stored := before["items"].([]any), after["items"].([]any)
+	if len(stored) < len(kept) || !reflect.DeepEqual(kept, stored[:len(kept)]) {
+		t.Errorf("stored seconds changed: %d before, %d after", len(kept), len(stored))
 	}
 }
