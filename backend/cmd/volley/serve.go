@@ -68,6 +68,10 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 		return err
 	}
 	defer unlock()
+	if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 256<<20 {
+		log.Info("checking the database before use (PRAGMA quick_check reads all of it: 1-2 s per 100 MB)",
+			"db", dbPath, "mb", fi.Size()>>20)
+	}
 	st, err := store.Open(dbPath)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)

@@ -170,7 +170,7 @@ func narrowModes(abs string) {
 // warm cache): quick_check 1.1–2.0 s, integrity_check 1.7–2.1 s; cold cache ~14 s both (I/O
 // bound). quick_check finds damaged pages and b-trees (what a torn or overwritten file shows),
 // leaving out only the cross-check of index entries against their rows.
-func inspect(ctx context.Context, path, abs string) (needsID bool, err error) {
+func inspect(ctx context.Context, path, abs string, quickCheck bool) (needsID bool, err error) {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", "5000")
@@ -250,6 +250,9 @@ func inspect(ctx context.Context, path, abs string) (needsID bool, err error) {
 		}
 	}
 
+	if !quickCheck {
+		return appID == 0, nil
+	}
 	rows, err = db.QueryContext(ctx, "PRAGMA quick_check(5)")
 	if err != nil {
 		return false, fail("quick_check", err)

@@ -404,3 +404,34 @@ func TestDiskFullFinishRunUsesReserve(t *testing.T) {
 		t.Errorf("failed run: %d seconds, want the 1 stored before the disk filled", len(smps))
 	}
 }
+
+// SkipQuickCheck leaves out only the damage check: a foreign file is still refused.
+func TestOpenWithSkipQuickCheck(t *testing.T) {
+	path, planID := volleyDB(t, t.TempDir(), 300)
+	fi, _ := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage a page of stored seconds, not the schema: the file still opens without the check.
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 4096), (fi.Size()/4096/2)*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err := OpenWith(path, Options{SkipQuickCheck: true})
+	if err != nil {
+		t.Fatalf("without quick_check: %v", err)
+	}
+	if _, err := s.GetPlan(t.Context(), planID); err != nil {
+		t.Error(err)
+	}
+	s.Close()
+	if _, err := Open(path); !errors.Is(err, ErrDamaged) {
+		t.Errorf("with quick_check: %v, want ErrDamaged", err)
+	}
+	other := filepath.Join(t.TempDir(), "other.db")
+	foreignDB(t, other, "CREATE TABLE users (id INTEGER PRIMARY KEY)")
+	if _, err := OpenWith(other, Options{SkipQuickCheck: true}); !errors.Is(err, ErrNotVolley) {
+		t.Errorf("foreign file without quick_check: %v, want ErrNotVolley", err)
+	}
+}

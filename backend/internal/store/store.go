@@ -77,7 +77,18 @@ type Store struct {
 // crash or power cut may lose the last few commits. synchronous=FULL would fsync each
 // AppendSample, one disk flush per second per run for protection against power loss we do not
 // promise.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// Options adjust OpenWith.
+type Options struct {
+	// SkipQuickCheck leaves out PRAGMA quick_check (every other check stays), for short-lived
+	// readers such as `volley compare` on a database `volley serve` checks when it starts: the
+	// check reads the whole file (1–2 s per 100 MB).
+	SkipQuickCheck bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, o Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
@@ -108,7 +119,7 @@ func Open(path string) (*Store, error) {
 	needsID := created
 	if !created {
 		side := sideFiles(abs)
-		if needsID, err = inspect(ctx, path, abs); err != nil {
+		if needsID, err = inspect(ctx, path, abs, !o.SkipQuickCheck); err != nil {
 			removeNewSideFiles(abs, side)
 			return nil, err
 		}
