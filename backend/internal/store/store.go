@@ -138,7 +138,6 @@ func OpenWith(path string, o Options) (*Store, error) {
 // open opens the pool on a file prepare and inspect have accepted, sets the application_id when
 // needsID, proves the file writable and applies the migrations.
 func open(ctx context.Context, path, abs string, needsID bool) (*Store, error) {
-
 	// A file: URI so that any character in the path is escaped; mattn/go-sqlite3 reads the
 	// underscore parameters and applies them to every new connection, SQLite ignores them.
 	q := url.Values{}
