@@ -405,8 +405,8 @@ func TestDiskFullFinishRunUsesReserve(t *testing.T) {
 	}
 }
 
-// SkipQuickCheck leaves out only the damage check: a foreign file is still refused.
-func TestOpenWithSkipQuickCheck(t *testing.T) {
+// SkipIntegrityCheck leaves out only the damage check: a foreign file is still refused.
+func TestOpenWithSkipIntegrityCheck(t *testing.T) {
 	path, planID := volleyDB(t, t.TempDir(), 300)
 	fi, _ := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -418,20 +418,20 @@ func TestOpenWithSkipQuickCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err := OpenWith(path, Options{SkipQuickCheck: true})
+	s, err := OpenWith(path, Options{SkipIntegrityCheck: true})
 	if err != nil {
-		t.Fatalf("without quick_check: %v", err)
+		t.Fatalf("without integrity_check: %v", err)
 	}
 	if _, err := s.GetPlan(t.Context(), planID); err != nil {
 		t.Error(err)
 	}
 	s.Close()
 	if _, err := Open(path); !errors.Is(err, ErrDamaged) {
-		t.Errorf("with quick_check: %v, want ErrDamaged", err)
+		t.Errorf("with integrity_check: %v, want ErrDamaged", err)
 	}
 	other := filepath.Join(t.TempDir(), "other.db")
 	foreignDB(t, other, "CREATE TABLE users (id INTEGER PRIMARY KEY)")
-	if _, err := OpenWith(other, Options{SkipQuickCheck: true}); !errors.Is(err, ErrNotVolley) {
-		t.Errorf("foreign file without quick_check: %v, want ErrNotVolley", err)
+	if _, err := OpenWith(other, Options{SkipIntegrityCheck: true}); !errors.Is(err, ErrNotVolley) {
+		t.Errorf("foreign file without integrity_check: %v, want ErrNotVolley", err)
 	}
 }
