@@ -104,7 +104,7 @@ func runsFromDB(db string, ids []int64) ([]*compare.Run, error) {
 	if fi, err := os.Stat(db); err != nil || fi.IsDir() {
 		return nil, fmt.Errorf("no database file at %s (use --db)", db)
 	}
-	st, err := store.Open(db)
+	st, err := store.OpenWith(db, store.Options{SkipIntegrityCheck: true}) // serve checks it at its start
 	if err != nil {
 		return nil, err
 	}

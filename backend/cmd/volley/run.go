@@ -75,7 +75,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	// Open --out now: a path that cannot be written must fail before the load, not after it.
 	var outFile *os.File
 	if out != "" {
-		if outFile, err = os.Create(out); err != nil {
+		if outFile, err = createPrivate(out); err != nil {
 			return fail("cannot write the summary: %v", err)
 		}
 		defer outFile.Close()

@@ -60,7 +60,7 @@ func probeWritable(path string) error {
 		}
 		return f.Close()
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 	r.mu.Lock()
 	samples := r.samples
 	r.mu.Unlock()
-	f, err := os.Create(r.path)
+	f, err := createPrivate(r.path)
 	if err != nil {
 		return err
 	}
@@ -113,4 +113,10 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 		return err
 	}
 	return f.Close()
+}
+
+// createPrivate creates (or truncates) an output file the CLI writes: a new file gets mode 0600,
+// since summaries and reports name the targets and may carry what the plan sent them.
+func createPrivate(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 }

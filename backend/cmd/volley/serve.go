@@ -112,6 +112,10 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 		return err
 	}
 	defer unlock()
+	if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 256<<20 {
+		log.Info("checking the database before use (PRAGMA integrity_check reads all of it: 0.5-2 s per 100 MB)",
+			"db", dbPath, "mb", fi.Size()>>20)
+	}
 	st, err := store.Open(dbPath)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -134,6 +138,10 @@ or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
 	}
 	if !loopback {
 		log.Warn("listening beyond loopback: every user logs in; put a TLS proxy in front (--public-url https://…) so passwords and sessions are not sent in clear", "addr", ln.Addr().String())
+	}
+	if !st.Reserved() {
+		log.Warn("no room for the database's reserve file: if the disk fills during a run, its failed status may not be saved",
+			"file", dbPath+".reserve", "bytes", store.ReserveBytes)
 	}
 	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
@@ -158,7 +166,9 @@ or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
 	}
 
 	h := hub.New(guard.CheckOrigin)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	ss := &api.StoreSink{W: st, Log: log}
+	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
+	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	pol := targetPolicy.policy()
 	rn.SetTargetPolicy(pol)
 	as := api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard))

@@ -37,7 +37,9 @@ func newApp(t *testing.T) *app {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	ss := &api.StoreSink{W: st, Log: log}
+	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
+	ss.Fail = rn.Fail
 	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}, "assets/app.js": {Data: []byte("x")}}
 	srv := httptest.NewServer(api.New(st, rn, h, ui, log).Handler())
 	t.Cleanup(func() {

@@ -54,6 +54,9 @@ func toError(err error) *Error {
 			Fields: map[string]string{"run_id": fmt.Sprint(busy.RunID)}}
 	case errors.Is(err, runner.ErrNotRunning):
 		return errf(http.StatusConflict, "not_running", "the run is not running")
+	case store.FaultReason(err) != "":
+		// The database cannot take the request now (disk full, locked, I/O error): say so.
+		return errf(http.StatusServiceUnavailable, "storage_unavailable", "%s: %v", store.FaultReason(err), err)
 	}
 	return errf(http.StatusInternalServerError, "internal", "internal error: %v", err)
 }

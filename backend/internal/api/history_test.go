@@ -36,7 +36,9 @@ func newStoreApp(t *testing.T) (*app, *store.Store) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	ss := &api.StoreSink{W: st, Log: log}
+	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
+	ss.Fail = rn.Fail
 	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
 	t.Cleanup(func() {
 		_ = rn.Shutdown(t.Context())

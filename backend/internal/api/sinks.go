@@ -1,9 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -20,24 +24,105 @@ type SampleWriter interface {
 	FinishRun(ctx context.Context, runID int64, status string, endedAt time.Time, p store.Progress, summary, hist []byte, errMsg string) error
 }
 
+// Storage fault bounds of StoreSink; a zero field of StoreSink takes these.
+const (
+	// DefaultBufferFor is how long a run goes on while its seconds cannot be stored: they are
+	// kept in memory and retried every second; past this the run is failed.
+	DefaultBufferFor = 30 * time.Second
+	// DefaultBufferBytes bounds the memory those unstored seconds take (their JSON and
+	// histograms); past it the run is failed at once.
+	DefaultBufferBytes = 16 << 20
+	// DefaultFinalRetryFor is how long the end of a run (its status, error and summary) is
+	// retried before the sink gives up; the run then stays "running" in storage until the next
+	// start marks it interrupted.
+	DefaultFinalRetryFor = 30 * time.Second
+)
+
+// StorageError is the error a run is failed with when its seconds cannot be stored.
+type StorageError struct {
+	Reason      string // store.FaultReason of the last error, or "" when unknown
+	First, Last int    // the seconds (elapsed_s) not stored
+	For         time.Duration
+	Err         error // the last write error
+}
+
+func (e *StorageError) Error() string {
+	reason := e.Reason
+	if reason == "" {
+		reason = "the database refused the writes"
+	}
+	secs := fmt.Sprintf("second %d", e.First)
+	if e.Last > e.First {
+		secs = fmt.Sprintf("seconds %d-%d", e.First, e.Last)
+	}
+	return fmt.Sprintf("storage failed: %s; %s of this run could not be saved (retried for %s): %v",
+		reason, secs, e.For.Round(time.Second), e.Err)
+}
+
+func (e *StorageError) Unwrap() error { return e.Err }
+
 // StoreSink writes every second of a run as it happens (one transaction per second, so a crash
 // loses at most the current second) and the summary at the end. It keeps the run's merged
 // histogram so the run's list columns (p95 so far) stay exact while it runs.
+//
+// A second that cannot be written (disk full, I/O error, database locked) is kept in memory and
+// retried, in order, with every new second. When writes have failed for BufferFor, or the
+// unstored seconds exceed BufferBytes, the sink calls Fail: the run is stopped and ends "failed"
+// with a StorageError. The end of the run is retried for FinalRetryFor; a run that still has
+// unstored seconds then is recorded as failed. Seconds already stored are never rewritten.
 type StoreSink struct {
 	W   SampleWriter
 	Log *slog.Logger
+	// Fail stops a run that cannot be stored (runner.Runner.Fail). Nil: the run goes on, and is
+	// recorded as failed at its end.
+	Fail func(runID int64, err error) error
+
+	BufferFor     time.Duration // 0: DefaultBufferFor
+	BufferBytes   int           // 0: DefaultBufferBytes
+	FinalRetryFor time.Duration // 0: DefaultFinalRetryFor
+	// Now and Sleep replace time.Now and time.Sleep (tests).
+	Now   func() time.Time
+	Sleep func(time.Duration)
 
 	runID    int64
 	merged   *hdr.Histogram
 	requests int64
 	errors   int64
+
+	pending      []pendingSample // seconds not yet stored, oldest first
+	pendingBytes int
+	failingSince time.Time // first failed write of the current streak (zero: writes succeed)
+	lastErr      error
+	failErr      *StorageError // the error the run was failed with
 }
+
+type pendingSample struct {
+	smp store.Sample
+	p   store.Progress
+}
+
+func (k *StoreSink) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+func (k *StoreSink) sleep(d time.Duration) {
+	if k.Sleep != nil {
+		k.Sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+func (k *StoreSink) bufferFor() time.Duration { return cmp.Or(k.BufferFor, DefaultBufferFor) }
 
 // Sample implements runner.Sink: one transaction for the second's row and the run's totals.
 // The sample's JSON is the runner's shared encoding (the live stream sends the same bytes).
 func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
 	if k.runID != runID || k.merged == nil {
-		k.runID, k.merged, k.requests, k.errors = runID, metrics.NewHist(), 0, 0
+		k.reset(runID)
 	}
 	k.requests += s.Requests
 	k.errors += s.Errors
@@ -61,13 +146,81 @@ func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
 	if s.Hist != "" {
 		smp.Hist = []byte(s.Hist)
 	}
-	if err := k.W.AppendSample(context.Background(), runID, smp, p); err != nil {
-		k.Log.Error("store sample", "run", runID, "second", s.ElapsedS, "err", err)
+	k.pending = append(k.pending, pendingSample{smp: smp, p: p})
+	k.pendingBytes += len(smp.Data) + len(smp.Hist)
+	if k.flush(runID) == nil || k.failErr != nil {
+		return
+	}
+	if k.now().Sub(k.failingSince) >= k.bufferFor() || k.pendingBytes > cmp.Or(k.BufferBytes, DefaultBufferBytes) {
+		k.fail(runID)
 	}
 }
 
-// Finish implements runner.Sink.
+func (k *StoreSink) reset(runID int64) {
+	k.runID, k.merged, k.requests, k.errors = runID, metrics.NewHist(), 0, 0
+	clear(k.pending)
+	k.pending, k.pendingBytes, k.failingSince, k.lastErr, k.failErr = k.pending[:0], 0, time.Time{}, nil, nil
+}
+
+// flush writes the pending seconds in order, stopping at the first failure.
+func (k *StoreSink) flush(runID int64) error {
+	done := 0
+	defer func() { // keep the unstored tail at the front, reusing the array
+		n := copy(k.pending, k.pending[done:])
+		clear(k.pending[n:])
+		k.pending = k.pending[:n]
+	}()
+	for ; done < len(k.pending); done++ {
+		ps := k.pending[done]
+		if err := k.W.AppendSample(context.Background(), runID, ps.smp, ps.p); err != nil {
+			if k.failingSince.IsZero() {
+				k.failingSince = k.now()
+				k.Log.Warn("cannot store the run's second; keeping it in memory and retrying",
+					"run", runID, "second", ps.smp.Second, "retry_for", k.bufferFor(), "err", err)
+			}
+			k.lastErr = err
+			return err
+		}
+		k.pendingBytes -= len(ps.smp.Data) + len(ps.smp.Hist)
+	}
+	if !k.failingSince.IsZero() {
+		k.Log.Info("storage recovered; the buffered seconds are stored", "run", runID,
+			"after", k.now().Sub(k.failingSince).Round(time.Millisecond))
+		k.failingSince, k.lastErr = time.Time{}, nil
+	}
+	return nil
+}
+
+// fail records why the run cannot be stored and asks the runner to stop it.
+func (k *StoreSink) fail(runID int64) {
+	k.failErr = &StorageError{Reason: store.FaultReason(k.lastErr), First: k.pending[0].smp.Second,
+		Last: k.pending[len(k.pending)-1].smp.Second, For: k.now().Sub(k.failingSince), Err: k.lastErr}
+	k.Log.Error("run failed: its seconds cannot be stored", "run", runID, "err", k.failErr)
+	if k.Fail != nil {
+		_ = k.Fail(runID, k.failErr)
+	}
+}
+
+// Finish implements runner.Sink. Seconds still unstored are retried until BufferFor has passed
+// since the first failure (at once when the run was failed for them); then the end of the run is
+// written, retried for FinalRetryFor.
 func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *metrics.Summary, runErr error) {
+	if k.runID != runID {
+		k.reset(runID)
+	}
+	defer func() {
+		k.merged = nil
+		clear(k.pending)
+		k.pending, k.pendingBytes = k.pending[:0], 0
+	}()
+	for k.failErr == nil && k.flush(runID) != nil {
+		if k.now().Sub(k.failingSince) >= k.bufferFor() {
+			k.fail(runID) // later sinks (the live stream) learn that the run failed
+			break
+		}
+		k.sleep(time.Second)
+	}
+
 	var data, hist []byte
 	var p store.Progress
 	if sum != nil {
@@ -80,10 +233,37 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 	if runErr != nil {
 		msg = runErr.Error()
 	}
-	if err := k.W.FinishRun(context.Background(), runID, status, ended, p, data, hist, msg); err != nil {
-		k.Log.Error("store summary", "run", runID, "err", err)
+	if k.failErr != nil {
+		status = store.StatusFailed
+		if runErr == nil || !errors.Is(runErr, k.failErr) {
+			msg = strings.TrimPrefix(msg+"; "+k.failErr.Error(), "; ")
+		}
 	}
-	k.merged = nil
+	deadline := k.now().Add(cmp.Or(k.FinalRetryFor, DefaultFinalRetryFor))
+	for wait := 250 * time.Millisecond; ; wait = min(2*wait, 4*time.Second) {
+		err := k.W.FinishRun(context.Background(), runID, status, ended, p, data, hist, msg)
+		if err != nil && len(data) > 0 {
+			// A smaller write (no summary) may still fit where the full one did not.
+			if err2 := k.W.FinishRun(context.Background(), runID, status, ended, p, nil, nil, msg); err2 == nil {
+				k.Log.Warn("run ended without its summary: the summary could not be stored", "run", runID, "err", err)
+				err = nil
+			}
+		}
+		if err == nil {
+			if len(k.pending) > 0 {
+				k.Log.Error("run ended with seconds that could not be stored", "run", runID,
+					"first", k.pending[0].smp.Second, "last", k.pending[len(k.pending)-1].smp.Second)
+			}
+			return
+		}
+		if k.now().After(deadline) {
+			k.Log.Error("cannot store the end of the run; it stays running in the database until the next start marks it interrupted",
+				"run", runID, "status", status, "run_error", msg, "err", err)
+			return
+		}
+		k.Log.Warn("cannot store the end of the run; retrying", "run", runID, "err", err)
+		k.sleep(wait)
+	}
 }
 
 // HubSink publishes every second and the summary to the run's live topic, encoded once.
@@ -101,6 +281,12 @@ func (k *HubSink) Sample(runID int64, s *runner.Sample) {
 		return
 	}
 	k.Hub.Publish(runID, msg)
+}
+
+// Failing implements runner.FailNotifier: viewers are told at once that the run is being failed
+// and why ({"type":"error"}); the summary, with status "failed", follows when the run has ended.
+func (k *HubSink) Failing(runID int64, err error) {
+	k.Hub.Publish(runID, errorMessage(err))
 }
 
 // Finish implements runner.Sink.
@@ -128,7 +314,8 @@ func thresholdsOK(sum *metrics.Summary) *bool {
 	return ptr(sum.ThresholdsOK())
 }
 
-// Live stream messages: {"type":"sample","data":…} and {"type":"summary","data":…,"run":…}.
+// Live stream messages: {"type":"sample","data":…}, {"type":"error","data":{"error":…}} (the run
+// is being failed, see HubSink.Failing) and {"type":"summary","data":…,"run":…}.
 type liveMessage struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
@@ -147,6 +334,15 @@ func sampleMessage(data []byte, err error) ([]byte, error) {
 	msg = append(msg, head...)
 	msg = append(msg, data...)
 	return append(msg, tail...), nil
+}
+
+// errorMessage is {"type":"error","data":{"error":"…"}}.
+func errorMessage(err error) []byte {
+	data, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{err.Error()})
+	b, _ := json.Marshal(liveMessage{Type: "error", Data: data})
+	return b
 }
 
 func summaryMessage(summary []byte, run any) []byte {

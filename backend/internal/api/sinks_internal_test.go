@@ -2,7 +2,13 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -33,5 +39,17 @@ func TestSampleMessageIsTheEnvelopeEncoding(t *testing.T) {
 	}
 	if err := json.Unmarshal(got, &back); err != nil || back.Type != "sample" || back.Data.ElapsedS != 2 || back.Data.Hist != "" {
 		t.Fatalf("decoded %+v, %v", back, err)
+	}
+}
+
+// A storage fault reaching a handler is a 503 that says what is wrong, not an opaque 500.
+func TestStorageFaultIsServiceUnavailable(t *testing.T) {
+	err := fmt.Errorf("store: create plan: %w", sqlite3.Error{Code: sqlite3.ErrFull})
+	e := toError(err)
+	if e.Status != http.StatusServiceUnavailable || e.Code != "storage_unavailable" || !strings.HasPrefix(e.Message, "the disk is full: ") {
+		t.Errorf("toError(disk full) = %d %s %q", e.Status, e.Code, e.Message)
+	}
+	if e := toError(errors.New("something else")); e.Status != http.StatusInternalServerError {
+		t.Errorf("toError(other) = %d", e.Status)
 	}
 }

@@ -39,6 +39,13 @@ type Sink interface {
 	Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error)
 }
 
+// A FailNotifier is a Sink that wants to know at once when a run is being failed by Fail (the
+// live stream tells its viewers). Failing is called from the sink's own goroutine, in order with
+// its samples; the run's Finish follows, with status failed and the same error.
+type FailNotifier interface {
+	Failing(runID int64, err error)
+}
+
 // Sample is one second of a run as the sinks receive it: the engine's sample and its JSON
 // encoding, made once (by the first sink that asks for it, never by the engine's collector) and
 // shared by every sink, so storing a second and streaming it to any number of viewers costs one
@@ -96,6 +103,9 @@ type active struct {
 	id      int64
 	cancel  context.CancelFunc
 	stopped bool
+	failErr error // set by Fail
+	ending  bool  // the engine has returned: the sinks' channels are closing
+	outs    []chan event
 	done    chan struct{}
 }
 
@@ -133,7 +143,7 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &active{id: id, cancel: cancel, done: make(chan struct{})}
+	a := &active{id: id, cancel: cancel, outs: outs, done: make(chan struct{})}
 	r.active = a
 	drained := make([]chan struct{}, len(r.sinks))
 	for i, s := range r.sinks {
@@ -147,21 +157,26 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 		sum, runErr := r.runEngine(ctx, eng)
 		ended := time.Now()
 		r.mu.Lock()
-		status := StatusFinished
-		switch {
-		case runErr != nil:
-			status = StatusFailed
-		case a.stopped:
-			status = StatusStopped
-		}
+		a.ending = true
 		r.mu.Unlock()
-		fin := event{finish: &finish{status: status, started: started, ended: ended, sum: sum, err: runErr}}
 		// The summary is never dropped, and the sinks get it one after the other, in the order
 		// given to New: the store has saved the run before a viewer is told it ended, so a
 		// viewer that then asks for the run finds it finished. The run is "over" once every
-		// sink has its summary.
+		// sink has its summary. A sink's Finish may still call Fail (the store could not save
+		// the run): the sinks after it are then told the run failed.
 		for i, o := range outs {
-			o <- fin
+			r.mu.Lock()
+			status, err := StatusFinished, runErr
+			switch {
+			case runErr != nil:
+				status = StatusFailed
+			case a.failErr != nil:
+				status, err = StatusFailed, a.failErr
+			case a.stopped:
+				status = StatusStopped
+			}
+			r.mu.Unlock()
+			o <- event{finish: &finish{status: status, started: started, ended: ended, sum: sum, err: err}}
 			close(o)
 			<-drained[i]
 		}
@@ -193,6 +208,33 @@ func (r *Runner) Stop(id int64) error {
 	}
 	r.active.stopped = true
 	r.active.cancel()
+	return nil
+}
+
+// Fail stops run id because something outside the engine cannot go on (a sink that cannot store
+// the run, …): the run ends with status "failed" and err as its error, whatever else ends it,
+// unless the engine itself failed. Sinks that implement FailNotifier are told at once. Fail may be
+// called until the run's Finish has reached every sink, from any goroutine (a sink's Sample or
+// Finish included); only the first error is kept. It returns ErrNotRunning when id is not active.
+func (r *Runner) Fail(id int64, err error) error {
+	if err == nil {
+		return errors.New("runner: Fail needs an error")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.active
+	if a == nil || a.id != id {
+		return ErrNotRunning
+	}
+	if a.failErr != nil {
+		return nil
+	}
+	a.failErr = err
+	a.cancel()
+	if !a.ending {
+		// Under r.mu, before ending is set: the channels are still open.
+		r.fanOut(a.outs, event{failing: err}, id)
+	}
 	return nil
 }
 
@@ -245,8 +287,9 @@ type finish struct {
 }
 
 type event struct {
-	sample *Sample // shared by every sink
-	finish *finish
+	sample  *Sample // shared by every sink
+	finish  *finish
+	failing error
 }
 
 func (r *Runner) fanOut(outs []chan event, ev event, id int64) {
@@ -265,6 +308,8 @@ func drain(id int64, s Sink, in <-chan event) {
 			s.Sample(id, ev.sample)
 		} else if f := ev.finish; f != nil {
 			s.Finish(id, f.status, f.started, f.ended, f.sum, f.err)
+		} else if n, ok := s.(FailNotifier); ok && ev.failing != nil {
+			n.Failing(id, ev.failing)
 		}
 	}
 }

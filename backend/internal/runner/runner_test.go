@@ -200,3 +200,114 @@ func TestFinishReachesTheSinksInOrder(t *testing.T) {
 		t.Errorf("second sink's Finish began %v, first sink's returned %v", live.began, store.returned)
 	}
 }
+
+// failSink fails the run from its Sample (at second failAt) or from its Finish (finishFail), as a
+// store that cannot save the run does; it records what it is told.
+type failSink struct {
+	rn         *Runner
+	failAt     int
+	finishFail bool
+	mu         sync.Mutex
+	events     []string
+	status     string
+	err        error
+	finished   chan struct{}
+}
+
+func (s *failSink) Sample(id int64, smp *Sample) {
+	s.mu.Lock()
+	s.events = append(s.events, "sample")
+	s.mu.Unlock()
+	if smp.ElapsedS == s.failAt {
+		if err := s.rn.Fail(id, errors.New("the disk is full")); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (s *failSink) Failing(_ int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, "failing: "+err.Error())
+}
+
+func (s *failSink) Finish(id int64, status string, _, _ time.Time, _ *metrics.Summary, err error) {
+	s.mu.Lock()
+	s.events = append(s.events, "finish: "+status)
+	s.status, s.err = status, err
+	s.mu.Unlock()
+	if s.finishFail {
+		if err := s.rn.Fail(id, errors.New("seconds 3-4 could not be saved")); err != nil {
+			panic(err)
+		}
+	}
+	close(s.finished)
+}
+
+// Fail from a sink stops the run at once; it ends "failed" with the error, even after a Stop,
+// and every FailNotifier is told before the summary.
+func TestFailFromASinkFailsTheRun(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	failing := &failSink{failAt: 2, finished: make(chan struct{})}
+	viewer := &failSink{finished: make(chan struct{})}
+	rn := New(quiet(), failing, viewer)
+	failing.rn, viewer.rn = rn, rn
+	start := time.Now()
+	if _, err := rn.Start(testPlan(t, tg.URL, "1m"), func(time.Time) (int64, error) { return 4, nil }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-viewer.finished:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the failed run did not end")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run ended %v after start: Fail at second 2 did not stop it", took)
+	}
+	for _, s := range []*failSink{failing, viewer} {
+		s.mu.Lock()
+		if s.status != StatusFailed || s.err == nil || s.err.Error() != "the disk is full" {
+			t.Errorf("finish: status %q, err %v", s.status, s.err)
+		}
+		var failings int
+		for i, e := range s.events {
+			if e == "failing: the disk is full" {
+				failings++
+				if i == len(s.events)-1 || s.events[len(s.events)-1] != "finish: failed" {
+					t.Errorf("events %v: the failure is not followed by the end", s.events)
+				}
+			}
+		}
+		if failings != 1 {
+			t.Errorf("told of the failure %d times: %v", failings, s.events)
+		}
+		s.mu.Unlock()
+	}
+	if err := rn.Fail(4, errors.New("late")); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Fail after the end: %v, want ErrNotRunning", err)
+	}
+}
+
+// A sink's Finish may still fail the run (it could not save it): the sinks after it are told the
+// run failed, with that error, even though it was stopped.
+func TestFailFromFinishReachesLaterSinks(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	store := &failSink{finishFail: true, finished: make(chan struct{})}
+	viewer := &failSink{finished: make(chan struct{})}
+	rn := New(quiet(), store, viewer)
+	store.rn, viewer.rn = rn, rn
+	if _, err := rn.Start(testPlan(t, tg.URL, "1m"), func(time.Time) (int64, error) { return 5, nil }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := rn.Stop(5); err != nil {
+		t.Fatal(err)
+	}
+	<-viewer.finished
+	if store.status != StatusStopped {
+		t.Errorf("first sink: status %q, want stopped", store.status)
+	}
+	if viewer.status != StatusFailed || viewer.err == nil || viewer.err.Error() != "seconds 3-4 could not be saved" {
+		t.Errorf("later sink: status %q, err %v; want failed with the first sink's error", viewer.status, viewer.err)
+	}
+}

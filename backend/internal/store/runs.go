@@ -161,6 +161,9 @@ func (s *Store) AppendSample(ctx context.Context, runID int64, smp Sample, p Pro
 // interrupted), end time, final totals and error message, and its summary JSON with its merged
 // latency histogram (replacing any earlier ones). With no summary and no histogram (a run that
 // failed before measuring anything) no summary is stored and GetRun's Summary stays nil.
+//
+// When the write fails because the disk is full, FinishRun frees the store's reserve file (see
+// ReserveBytes) and tries once more, so a run can still be marked failed on a full disk.
 func (s *Store) FinishRun(ctx context.Context, runID int64, status string, endedAt time.Time, p Progress, summary, hist []byte, errMsg string) error {
 	switch status {
 	case StatusFinished, StatusStopped, StatusFailed, StatusInterrupted:
@@ -170,7 +173,7 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 	if len(summary) == 0 && len(hist) != 0 {
 		return fmt.Errorf("store: finish run %d: a histogram without a summary", runID)
 	}
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	finish := func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
 			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ? WHERE id = ?`,
 			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK, runID)
@@ -186,7 +189,11 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 		return tx.Exec(`INSERT INTO run_summaries (run_id, data, hist) VALUES (?, ?, ?)
 			ON CONFLICT (run_id) DO UPDATE SET data = excluded.data, hist = excluded.hist`,
 			runID, string(summary), nullBlob(hist)).Error
-	})
+	}
+	err := s.write(ctx, finish)
+	if sentinel, _ := classify(err); sentinel == ErrDiskFull && s.releaseReserve() {
+		err = s.write(ctx, finish)
+	}
 	if err != nil {
 		return fmt.Errorf("store: finish run %d: %w", runID, err)
 	}

@@ -4,7 +4,8 @@
 // The schema is owned by migrations/ and applied with goose when the store opens; gorm's
 // AutoMigrate is never used, so the SQL files are the one description of the schema.
 //
-// The store imports only the standard library, gorm, the SQLite driver, goose and migrations. It
+// The store imports only the standard library, gorm, the SQLite driver (and mattn/go-sqlite3 for
+// its error codes), goose, golang.org/x/sys/unix and migrations. It
 // does not know the shape of a plan, a sample or a summary: they come in and go out as the JSON
 // bytes the API serves, and histograms as opaque encoded bytes.
 package store
@@ -19,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -54,10 +56,20 @@ const maxOpenConns = 4
 type Store struct {
 	db   *gorm.DB
 	wsem chan struct{} // one-slot semaphore: the single in-process writer
+
+	rmu     sync.Mutex
+	reserve string // the reserve file's path, "" when there is none (reserve.go)
 }
 
 // Open opens (creating it if needed) the SQLite database file at path and applies every pending
-// migration. The file's directory must exist.
+// migration. The file's directory must exist and be writable.
+//
+// Before anything is written, Open refuses (with an error that says why and what to do, wrapping
+// ErrNotVolley, ErrEmptyFile, ErrDamaged, ErrReadOnly or ErrLocked): a zero-byte file; a file that
+// is not a SQLite database or belongs to another application (see ApplicationID); a file that
+// PRAGMA integrity_check finds damaged; a file, -wal, -shm or folder it may not write; a database
+// another program keeps locked. A new file is created with mode 0600 (SQLite gives its -wal and
+// -shm the same mode); an existing one loses its group and other permissions.
 //
 // Every connection runs with journal_mode=WAL, foreign_keys=ON, busy_timeout=5000 and
 // synchronous=NORMAL. Durability trade-off: in WAL mode with synchronous=NORMAL a commit is written
@@ -66,7 +78,18 @@ type Store struct {
 // crash or power cut may lose the last few commits. synchronous=FULL would fsync each
 // AppendSample, one disk flush per second per run for protection against power loss we do not
 // promise.
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// Options adjust OpenWith.
+type Options struct {
+	// SkipIntegrityCheck leaves out PRAGMA integrity_check (every other check stays), for
+	// short-lived readers such as `volley compare` on a database `volley serve` checks when it
+	// starts: the check reads the whole file (0.5–2 s per 100 MB, more from a cold disk).
+	SkipIntegrityCheck bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, o Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
@@ -89,7 +112,33 @@ func Open(path string) (*Store, error) {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store: database %s is a directory", path)
 	}
+	ctx := context.Background()
+	created, err := prepare(path, abs, dir)
+	if err != nil {
+		return nil, err
+	}
+	needsID := created
+	if !created {
+		side := sideFiles(abs)
+		if needsID, err = inspect(ctx, path, abs, !o.SkipIntegrityCheck); err != nil {
+			removeNewSideFiles(abs, side)
+			return nil, err
+		}
+		narrowModes(abs) // only once the file is known to be Volley's
+	}
+	s, err := open(ctx, path, abs, needsID)
+	if err != nil && created {
+		// Nothing of the user's is in a file made by this call: leave no half-made database.
+		for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+			_ = os.Remove(p)
+		}
+	}
+	return s, err
+}
 
+// open opens the pool on a file prepare and inspect have accepted, sets the application_id when
+// needsID, proves the file writable and applies the migrations.
+func open(ctx context.Context, path, abs string, needsID bool) (*Store, error) {
 	// A file: URI so that any character in the path is escaped; mattn/go-sqlite3 reads the
 	// underscore parameters and applies them to every new connection, SQLite ignores them.
 	q := url.Values{}
@@ -118,11 +167,10 @@ func Open(path string) (*Store, error) {
 	sqlDB.SetConnMaxIdleTime(0)
 	s := &Store{db: db, wsem: make(chan struct{}, 1)}
 
-	ctx := context.Background()
 	var mode string
 	if err := db.WithContext(ctx).Raw("PRAGMA journal_mode").Scan(&mode).Error; err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, openFault(path, "open", err)
 	}
 	if mode != "wal" {
 		_ = sqlDB.Close()
@@ -140,13 +188,44 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: migrations: %w", err)
 	}
 	s.wsem <- struct{}{}
-	_, err = prov.Up(ctx)
+	err = s.claim(ctx, needsID)
+	if err != nil {
+		err = openFault(path, "open", err)
+	} else if _, err = prov.Up(ctx); err != nil {
+		err = openFault(path, "migrate", err)
+	}
 	<-s.wsem
 	if err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("store: migrate %s: %w", path, err)
+		return nil, err
+	}
+	if makeReserve(abs) {
+		s.reserve = reservePath(abs)
 	}
 	return s, nil
+}
+
+// errProbe rolls back claim's probe transaction.
+var errProbe = errors.New("write probe")
+
+// claim marks the database as Volley's (when needsID) or else proves it writable with a write
+// that is rolled back: SQLite opens a file it may not write read-only without a word, and every
+// later write would fail. Both take the write lock, so a lock held by another program shows
+// here (after the busy timeout) rather than in the first run.
+func (s *Store) claim(ctx context.Context, needsID bool) error {
+	if needsID {
+		return s.db.WithContext(ctx).Exec(fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)).Error
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("CREATE TABLE volley_write_probe (x)").Error; err != nil {
+			return err
+		}
+		return errProbe
+	})
+	if errors.Is(err, errProbe) {
+		return nil
+	}
+	return err
 }
 
 // Close closes the database.

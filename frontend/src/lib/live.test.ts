@@ -68,6 +68,32 @@ describe('LiveConnection', () => {
     expect(FakeSocket.all).toHaveLength(1);
   });
 
+  it('passes the error message on and still waits for the summary', async () => {
+    const running = vi.fn(async () => true);
+    const events: string[] = [];
+    const conn = new LiveConnection(
+      'ws://x/api/runs/1/live',
+      {
+        onOpen: () => events.push('open'),
+        onSample: (s) => events.push(`sample ${s.elapsed_s}`),
+        onSummary: (s, r) => events.push(`summary ${s.requests} ${r?.status}`),
+        onError: (e) => events.push(`error ${e}`),
+        shouldReconnect: running,
+      },
+      { backoff: [100, 200], WebSocketImpl: FakeSocket as unknown as typeof WebSocket },
+    );
+    conn.start();
+    const ws = FakeSocket.all[0];
+    ws.open();
+    ws.send({ type: 'sample', data: sample(1) });
+    ws.send({ type: 'error', data: { error: 'storage failed: the disk is full' } });
+    ws.send({ type: 'summary', data: { requests: 5 }, run: { status: 'failed' } });
+    ws.drop(1000);
+    await vi.runAllTimersAsync();
+    expect(events).toEqual(['open', 'sample 1', 'error storage failed: the disk is full', 'summary 5 failed']);
+    expect(running).not.toHaveBeenCalled();
+  });
+
   it('reconnects with backoff while the run is still running, announcing each open', async () => {
     const { conn, events } = setup(async () => true);
     conn.start();

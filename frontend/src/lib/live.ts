@@ -10,6 +10,8 @@ export interface LiveHandlers {
   onOpen(): void;
   onSample(s: Sample): void;
   onSummary(summary: Summary, run?: Run): void;
+  /** The server is failing the run, and says why; the summary (status failed) follows. */
+  onError?(error: string): void;
   onState?(state: LiveState, detail?: string): void;
   /**
    * Called after the socket closed without a summary: resolve true to reconnect (the run is still
@@ -91,6 +93,7 @@ export class LiveConnection {
         return;
       }
       if (msg?.type === 'sample' && msg.data) this.h.onSample(msg.data);
+      else if (msg?.type === 'error' && msg.data) this.h.onError?.(String(msg.data.error ?? ''));
       else if (msg?.type === 'summary' && msg.data) {
         this.done = true;
         this.h.onSummary(msg.data, msg.run);

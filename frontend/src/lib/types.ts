@@ -298,7 +298,9 @@ export interface ListResponse<T> {
 
 export type LiveMessage =
   | { type: 'sample'; data: Sample }
-  | { type: 'summary'; data: Summary; run?: Run };
+  | { type: 'summary'; data: Summary; run?: Run }
+  /** The server is failing the run (e.g. its seconds cannot be stored); the summary, status failed, follows. */
+  | { type: 'error'; data: { error: string } };
 
 /** A stored secret as GET /api/secrets lists it: never its value. */
 export interface Secret {

@@ -112,6 +112,26 @@ describe('RunView', () => {
     expect(q('[data-testid=stop-run]')).toBeNull();
   });
 
+  it('shows the live error message as an error at once, then the failed run — never a normal end', async () => {
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    ws.send({ type: 'sample', data: sample(1) });
+    const reason = 'storage failed: the disk is full; seconds 2-31 of this run could not be saved (retried for 30s)';
+    ws.send({ type: 'error', data: { error: reason } });
+    await waitFor(() => expect(q('[data-testid=run-failing]')).not.toBeNull());
+    expect(q('[data-testid=run-failing]')!.getAttribute('role')).toBe('alert');
+    expect(q('[data-testid=run-failing]')!.textContent).toContain('The run is failing and is being stopped: ' + reason);
+    expect(q('[data-testid=run-status]')!.textContent).toBe('running');
+
+    ws.send({ type: 'summary', data: summary, run: { ...running, status: 'failed', error: reason, ended_at: new Date().toISOString() } });
+    await waitFor(() => expect(q('[data-testid=run-status]')!.textContent).toBe('failed'));
+    expect(q('[data-testid=run-error]')!.textContent).toContain('The run failed: ' + reason);
+    expect(q('[data-testid=run-failing]')).toBeNull(); // one banner, not two
+  });
+
   it('says the connection is lost and freezes the elapsed counter while it is', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'Date'] });
     try {

@@ -338,6 +338,7 @@ export const en = {
   'run.connectionLost':
     'Connection to the server lost — retrying. The figures below stop at the last second received; the run itself goes on on the server.',
   'run.failed': 'The run failed: {error}',
+  'run.failing': 'The run is failing and is being stopped: {error}',
   'run.aborted': 'The run was aborted early: {reason}',
   'run.interrupted': 'The server stopped while this run was going; the seconds stored until then are shown.',
   'run.generatorBoundSoFar':

@@ -335,6 +335,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'run.exportHint': '下载运行报告：HTML（独立文件，含图表）、JSON 或 CSV',
   'run.connectionLost': '与服务器的连接已断开 — 正在重试。下方数据停留在最后收到的一秒；运行本身仍在服务器上继续。',
   'run.failed': '运行失败：{error}',
+  'run.failing': '运行出错，正在停止：{error}',
   'run.aborted': '运行被提前终止：{reason}',
   'run.interrupted': '运行期间服务器停止了；下方显示截至当时保存的数据。',
   'run.generatorBoundSoFar': '目前 {total} 秒中有 {n} 秒的结果可能反映的是压测机而非被测目标：这些时间内压测机已饱和（在吞吐量图中以阴影标出）。',
