@@ -104,6 +104,9 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 	raw := func(method, path, body string) (int, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if method != http.MethodGet {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
