@@ -37,7 +37,8 @@ describe('App', () => {
   });
 
   it('routes #/secrets to the secrets page, linked from the nav bar', async () => {
-    vi.stubGlobal('fetch', vi.fn(async () => new Response(JSON.stringify({ items: [], total: 0 }), { status: 200 })));
+    // the local admin (no users): GET /api/auth/me names the role; the secrets list is empty
+    vi.stubGlobal('fetch', vi.fn(async (path: string) => new Response(JSON.stringify(String(path).endsWith('/api/auth/me') ? { user: 'local', role: 'admin', auth_enabled: false } : { items: [], total: 0 }), { status: 200 })));
     location.hash = '#/secrets';
     const { container } = render(App);
     await waitFor(() => expect(container.querySelector('[data-testid=secrets-empty]')).not.toBeNull(), { timeout: 10_000 });
