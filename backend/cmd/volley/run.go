@@ -37,9 +37,13 @@ Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the c
 	}
 	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
-	runReport.flag(c) // --report FILE (runreport.go)
+	runReport.flag(c)     // --report FILE (runreport.go)
+	runLimits.register(c) // --max-vus … --memory-budget (limits.go)
 	return c
 }
+
+// runLimits are `volley run`'s caps on the plan (limits.go).
+var runLimits capFlags
 
 // Exit statuses of `volley run`.
 const (
@@ -54,7 +58,15 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintf(stderr, "volley: "+format+"\n", args...)
 		return exitCode(exitCannotRun)
 	}
+	caps, err := runLimits.caps()
+	if err != nil {
+		fmt.Fprintf(stderr, "volley: %v\n", err)
+		return exitCode(exitInvalidPlan)
+	}
 	p, err := plan.ParseFile(path) // also reads data.file, relative to the plan
+	if err == nil {
+		err = caps.Check(p)
+	}
 	if err != nil {
 		if ve, ok := err.(*plan.ValidationError); ok {
 			fmt.Fprintf(stderr, "volley: %s is not a valid plan:\n", path)

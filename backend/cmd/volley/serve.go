@@ -30,6 +30,7 @@ func serveCmd() *cobra.Command {
 		addr       = "127.0.0.1:8080"
 		db         = "volley.db"
 		demoTarget = "127.0.0.1:8090"
+		limits     capFlags
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -39,16 +40,21 @@ and runs in a SQLite file. By default it also starts the demo target on 127.0.0.
 empty database, creates an example plan against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), addr, db, demoTarget)
+			caps, err := limits.caps()
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), addr, db, demoTarget, caps)
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", addr, "address to listen on (keep it on loopback unless you add a proxy with authentication)")
 	c.Flags().StringVar(&db, "db", db, "SQLite database file (created if missing)")
 	c.Flags().StringVar(&demoTarget, "demo-target", demoTarget, `address of the built-in demo target ("" to disable)`)
+	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
 
-func serve(parent context.Context, addr, dbPath, demoAddr string) error {
+func serve(parent context.Context, addr, dbPath, demoAddr string, caps plan.Caps) error {
 	if parent == nil {
 		parent = context.Background()
 	}
@@ -97,12 +103,16 @@ func serve(parent context.Context, addr, dbPath, demoAddr string) error {
 
 	h := hub.New(nil)
 	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
+	apiSrv := api.New(st, rn, h, frontend.Dist(), log)
+	apiSrv.SetCaps(caps)
 	srv := &http.Server{
-		Handler:           api.New(st, rn, h, frontend.Dist(), log).Handler(),
+		Handler:           apiSrv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	abs, _ := filepath.Abs(dbPath)
-	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs)
+	log.Info("Volley is up", "url", "http://"+ln.Addr().String()+"/", "db", abs,
+		"max_vus", caps.MaxVUs, "max_rate", caps.MaxRate, "max_duration", caps.MaxDuration.String(),
+		"max_requests", caps.MaxRequests, "memory_budget_mib", caps.MemoryBudget>>20)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

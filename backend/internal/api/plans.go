@@ -39,14 +39,18 @@ func idParam(c *gin.Context) (int64, error) {
 	return id, nil
 }
 
-// readPlan parses and validates the body; the stored spec is the plan with its defaults filled.
-func readPlan(c *gin.Context) (*plan.Plan, []byte, error) {
+// readPlan parses and validates the body against the plan's ranges and the server's caps; the
+// stored spec is the plan with its defaults filled.
+func (s *Server) readPlan(c *gin.Context) (*plan.Plan, []byte, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
 	}
 	p, err := plan.Parse(body)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.caps.Check(p); err != nil {
 		return nil, nil, err
 	}
 	spec, err := plan.Marshal(p)
@@ -69,7 +73,7 @@ func (s *Server) listPlans(c *gin.Context) (int, any, error) {
 }
 
 func (s *Server) createPlan(c *gin.Context) (int, any, error) {
-	p, spec, err := readPlan(c)
+	p, spec, err := s.readPlan(c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -97,7 +101,7 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	p, spec, err := readPlan(c)
+	p, spec, err := s.readPlan(c)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -69,6 +69,9 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.caps.Check(p); err != nil { // the caps may have been lowered since it was saved
+		return 0, nil, err
+	}
 	runID, err := s.runner.Start(p, func(started time.Time) (int64, error) {
 		r, err := s.store.CreateRun(context.WithoutCancel(c.Request.Context()), sp.ID, sp.Name, sp.Spec, started)
 		if err != nil {

@@ -50,7 +50,12 @@ type Server struct {
 	hub    *hub.Hub
 	ui     fs.FS
 	log    *slog.Logger
+	caps   plan.Caps
 }
+
+// SetCaps sets the server's limits on plans (the --max-* and --memory-budget flags), applied when
+// a plan is created or updated and when a run starts; call it before Handler.
+func (s *Server) SetCaps(c plan.Caps) { s.caps = c }
 
 // New makes the API server. ui is the built SPA (may hold no index.html, then a hint is served).
 func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger) *Server {

@@ -174,6 +174,14 @@ func (e *ValidationError) add(field, msg string) {
 // *ValidationError naming every bad or unknown field (JSON syntax errors yield one "" field).
 func Parse(data []byte) (*Plan, error) {
 	verr := &ValidationError{}
+	if len(data) > MaxPlanBytes {
+		verr.add("", fmt.Sprintf("the plan is %d bytes; at most %d (8 MiB)", len(data), MaxPlanBytes))
+		return nil, verr
+	}
+	if at, deep := checkDepth(data, MaxDepth); deep {
+		verr.add("", fmt.Sprintf("the plan nests objects and arrays more than %d deep (at byte %d)", MaxDepth, at))
+		return nil, verr
+	}
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -275,7 +283,11 @@ func (p *Plan) Validate() error {
 	if len(p.Requests) == 0 {
 		v.add("requests", "at least one request is required")
 	}
+	p.validateBounds(v)
 	for i, r := range p.Requests {
+		if i >= MaxRequests {
+			break // validateBounds named the count
+		}
 		f := "requests[" + strconv.Itoa(i) + "]."
 		if !methods[r.Method] {
 			v.add(f+"method", fmt.Sprintf("%q is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS", r.Method))
@@ -294,7 +306,7 @@ func (p *Plan) Validate() error {
 			}
 		}
 		if r.Weight < 0 {
-			v.add(f+"weight", "must be 1 or more")
+			v.add(f+"weight", fmt.Sprintf("must be 1–%d", MaxWeight))
 		}
 		for j, c := range r.Checks {
 			validateCheck(f+"checks["+strconv.Itoa(j)+"]", c, v)
@@ -310,14 +322,16 @@ func (p *Plan) Validate() error {
 	p.Load.validate(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")
-	} else if p.HTTP.Timeout > Duration(time.Hour) {
+	} else if p.HTTP.Timeout > Duration(MaxTimeout) {
 		v.add("http.timeout", "must be at most 1h")
 	}
-	if p.HTTP.MaxRedirects < 0 {
-		v.add("http.max_redirects", "must not be negative")
+	if p.HTTP.MaxRedirects < 0 || p.HTTP.MaxRedirects > MaxRedirects {
+		v.add("http.max_redirects", fmt.Sprintf("must be 0–%d (0: the default, %d)", MaxRedirects, DefaultRedirects))
 	}
 	if p.HTTP.ConnectTimeout < 0 {
 		v.add("http.connect_timeout", "must not be negative")
+	} else if p.HTTP.ConnectTimeout > Duration(MaxTimeout) {
+		v.add("http.connect_timeout", "must be at most 1h")
 	}
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
@@ -333,6 +347,9 @@ func (p *Plan) Validate() error {
 		names[r.Name] = true
 	}
 	for i, t := range p.Thresholds {
+		if i >= MaxThresholds {
+			break // validateBounds named the count
+		}
 		f := "thresholds[" + strconv.Itoa(i) + "]"
 		if _, err := ParseThreshold(t.Expr); err != nil {
 			v.add(f, err.Error())
