@@ -114,7 +114,10 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
 	sum, err := e.Run(ctx)
 	if err != nil {
-		return fail("%v", err)
+		if sum != nil { // a panic ended the run: what ran is still shown
+			printSummary(stdout, p, sum)
+		}
+		return fail("the run failed: %v", err)
 	}
 	interrupted := ctx.Err() != nil
 	printSummary(stdout, p, sum)
