@@ -159,7 +159,9 @@ func TestPanicInARunIsAFailedRun(t *testing.T) {
 // nesting, huge strings, bad ids in paths and bad query parameters, for every handler.
 func malformed() []struct{ method, path, body string } {
 	var out []struct{ method, path, body string }
-	add := func(method, path, body string) { out = append(out, struct{ method, path, body string }{method, path, body}) }
+	add := func(method, path, body string) {
+		out = append(out, struct{ method, path, body string }{method, path, body})
+	}
 	valid := planJSON("http://127.0.0.1:9/", 1, "1s")
 	bodies := []string{
 		"", "{", "}", "[]", "null", "1", `"plan"`, "true", "{}", `{"name":1}`, `{"name":null,"requests":null}`,
