@@ -152,6 +152,12 @@ func TestRandomIntAtTheInt64Bounds(t *testing.T) {
 	}
 }
 
+func TestPlanAndMetricsAgreeOnTheNameCap(t *testing.T) {
+	if plan.MaxNames != metrics.MaxNames {
+		t.Fatalf("plan.MaxNames %d, metrics.MaxNames %d", plan.MaxNames, metrics.MaxNames)
+	}
+}
+
 // However many request names a plan has, at most metrics.MaxNames get statistics; the rest share
 // "(other)".
 func TestPerNameCapHolds(t *testing.T) {

@@ -56,6 +56,10 @@ const (
 	MaxExtracts         = 50
 	MaxPatternBytes     = 1_000 // a regex pattern, a JSON path, a check's string value: 8 KiB
 	MaxValueBytes       = 8 << 10
+	// MaxNames is how many distinct request names get statistics of their own, the shared
+	// "(other)" bucket included (metrics.MaxNames; a test keeps the two equal): a threshold may
+	// name only one of the first MaxNames-1.
+	MaxNames = 100
 	// MaxThresholds bounds the thresholds of a plan.
 	MaxThresholds = 100
 	// MaxHosts bounds http.hosts entries and the addresses of one entry.

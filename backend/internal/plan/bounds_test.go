@@ -65,6 +65,8 @@ func TestRangesAreFieldErrors(t *testing.T) {
 		{"csv columns", `{"name":"b","requests":[{"url":"http://127.0.0.1:9/"}],"data":{"csv":"` + many(101, func(i int) string { return fmt.Sprintf("c%d", i) }) + `\n` + many(101, func(int) string { return "1" }) + `"},"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, "data.csv", "at most 100"},
 		{"thresholds", `{"name":"b","requests":[{"url":"http://127.0.0.1:9/"}],"thresholds":[` + many(101, func(int) string { return `"avg<1s"` }) + `],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, "thresholds", "at most 100"},
 		{"nesting 1000 deep", withRequest(`{"url":"http://127.0.0.1:9/","checks":[{"type":"json","path":"a","op":"eq","value":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}]}`), "", "more than 32 deep"},
+		{"threshold on a name without statistics", `{"name":"b","requests":[` + many(150, func(i int) string { return fmt.Sprintf(`{"name":"n%d","url":"http://127.0.0.1:9/"}`, i) }) +
+			`],"thresholds":[{"expr":"avg<1s","request":"n120"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, "thresholds[0].request", "first 99"},
 		{"plan size", `{"name":"` + strings.Repeat("x", MaxPlanBytes) + `"}`, "", "8 MiB"},
 	}
 	for _, c := range cases {

@@ -342,8 +342,12 @@ func (p *Plan) Validate() error {
 			}
 		}
 	}
-	names := map[string]bool{}
+	names := map[string]bool{}    // every request name
+	ownStats := map[string]bool{} // the names with statistics of their own (the first MaxNames-1)
 	for _, r := range p.Requests {
+		if !names[r.Name] && len(ownStats) < MaxNames-1 {
+			ownStats[r.Name] = true
+		}
 		names[r.Name] = true
 	}
 	for i, t := range p.Thresholds {
@@ -356,6 +360,8 @@ func (p *Plan) Validate() error {
 		}
 		if t.Request != "" && !names[t.Request] {
 			v.add(f+".request", fmt.Sprintf("%q is not the name of a request of this plan", t.Request))
+		} else if t.Request != "" && len(names) > 1 && !ownStats[t.Request] {
+			v.add(f+".request", fmt.Sprintf("%q has no statistics of its own: only the first %d distinct request names do (the others share %q)", clip(t.Request), MaxNames-1, "(other)"))
 		}
 	}
 	if len(v.Fields) > 0 {
