@@ -15,6 +15,7 @@ GO          ?= go
 NPM         ?= npm
 BIN         ?= bin/volley
 TEST_TIMEOUT ?= 30m
+FUZZTIME    ?= 3s
 ifndef VERSION
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 endif
@@ -32,7 +33,7 @@ UI_OUT    := $(UI_DIR)/dist/index.html
 UI_INPUTS := $(shell find $(UI_DIR)/src $(UI_DIR)/public $(UI_DIR)/scripts -type f 2>/dev/null) \
              $(wildcard $(UI_DIR)/index.html $(UI_DIR)/*.config.* $(UI_DIR)/tsconfig*.json $(UI_DIR)/package.json)
 
-.PHONY: help run build ui ui-deps test test-short check bench clean FORCE
+.PHONY: help run build ui ui-deps test test-short fuzz check bench clean FORCE
 
 help: ## List the targets (default)
 	@echo "Volley — make targets:"
@@ -70,8 +71,25 @@ test: build ## THE test command: UI tests (vitest), then go test -race on everyt
 	$(NPM) --prefix $(UI_DIR) test || { status=1; echo "FAIL: UI tests (vitest)" >&2; }; \
 	echo "+ $(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./..."; \
 	$(GO) test -race -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./... || { status=1; echo "FAIL: go tests" >&2; }; \
+	$(MAKE) fuzz || { status=1; echo "FAIL: fuzz targets" >&2; }; \
 	if [ $$status -eq 0 ]; then echo "make test: all passed"; else echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
+
+# Every go test -fuzz target, as package:Name. Each runs for FUZZTIME from its seed corpus (f.Add
+# seeds; a failing input is kept under the package's testdata/fuzz and becomes a regression test).
+FUZZ_TARGETS := \
+	./backend/internal/plan:FuzzParse ./backend/internal/plan:FuzzParseTemplate \
+	./backend/internal/plan:FuzzParseThreshold ./backend/internal/plan:FuzzDuration \
+	./backend/internal/plan:FuzzDataColumns ./backend/internal/engine:FuzzTemplateRender \
+	./backend/internal/engine:FuzzEngineNew ./backend/internal/api:FuzzAPI \
+	./backend/internal/api:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
+
+fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "+ $(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 test-short: ui ## Quick Go tests: go test -short, no race detector
 	$(GO) test -short -count=1 ./...

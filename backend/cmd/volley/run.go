@@ -38,10 +38,14 @@ A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRE
 	}
 	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
-	runReport.flag(c)    // --report FILE (runreport.go)
-	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
+	runReport.flag(c)     // --report FILE (runreport.go)
+	targetPolicy.flag(c)  // --allow-target, --deny-target (targetpolicy.go)
+	runLimits.register(c) // --max-vus … --memory-budget (limits.go)
 	return c
 }
+
+// runLimits are `volley run`'s caps on the plan (limits.go).
+var runLimits capFlags
 
 // Exit statuses of `volley run`.
 const (
@@ -56,7 +60,15 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintf(stderr, "volley: "+format+"\n", args...)
 		return exitCode(exitCannotRun)
 	}
+	caps, err := runLimits.caps()
+	if err != nil {
+		fmt.Fprintf(stderr, "volley: %v\n", err)
+		return exitCode(exitInvalidPlan)
+	}
 	p, err := plan.ParseFile(path) // also reads data.file, relative to the plan
+	if err == nil {
+		err = caps.Check(p)
+	}
 	if err == nil {
 		err = plan.CheckTargets(p, targetPolicy.policy()) // literal targets the policy denies
 	}
@@ -100,7 +112,10 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
 	sum, err := e.Run(ctx)
 	if err != nil {
-		return fail("%v", err)
+		if sum != nil { // a panic ended the run: what ran is still shown
+			printSummary(stdout, p, sum)
+		}
+		return fail("the run failed: %v", err)
 	}
 	interrupted := ctx.Err() != nil
 	printSummary(stdout, p, sum)

@@ -34,6 +34,7 @@ func serveCmd() *cobra.Command {
 		demoTarget = "127.0.0.1:8090"
 		lim        = defaultServeOpts()
 		admin      = adminInit{name: "admin"}
+		limits     capFlags
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -43,6 +44,11 @@ and runs in a SQLite file. By default it also starts the demo target on 127.0.0.
 empty database, creates an example plan against it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			caps, err := limits.caps()
+			if err != nil {
+				return err
+			}
+			lim.caps = caps
 			return serve(cmd.Context(), addr, db, demoTarget, admin, lim)
 		},
 	}
@@ -54,6 +60,7 @@ empty database, creates an example plan against it.`,
 	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
 	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
+	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
 
@@ -68,6 +75,7 @@ type serveOpts struct {
 	maxHeaderBytes    int
 	ready             func(net.Addr) // tests: called with the bound address once serving
 	log               *slog.Logger   // tests: nil logs to stderr
+	caps              plan.Caps      // --max-* and --memory-budget (limits.go); zero: the plan's own ranges only
 }
 
 func defaultServeOpts() serveOpts {
@@ -173,6 +181,7 @@ or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
 	rn.SetTargetPolicy(pol)
 	as := api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard))
 	as.SetTargetPolicy(pol)
+	as.SetCaps(lim.caps)
 	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {
 		log.Info("target policy", "allow", ps.Allow, "deny", ps.Deny)
 	}
@@ -190,6 +199,8 @@ or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
 	} else {
 		log.Info("Volley is up; no users, so the local user is the admin (volley user add turns logins on)", "url", "http://"+ln.Addr().String()+"/", "db", abs)
 	}
+	log.Info("plan caps", "max_vus", lim.caps.MaxVUs, "max_rate", lim.caps.MaxRate, "max_duration", lim.caps.MaxDuration.String(),
+		"max_requests", lim.caps.MaxRequests, "memory_budget_mib", lim.caps.MemoryBudget>>20)
 	errc := make(chan error, 1)
 	sln := limitPerClient(ln, lim.maxConnsPerClient, log)
 	go func() { errc <- srv.Serve(sln) }()

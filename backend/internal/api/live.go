@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -45,6 +46,10 @@ func (s *Server) storedStream(ctx context.Context, id int64) ([][]byte, error) {
 	}
 	msgs := make([][]byte, 0, len(smps)+1)
 	for _, smp := range smps {
+		if !json.Valid(smp.Data) { // a damaged row: left out rather than sent as a broken frame
+			s.log.Warn("live stream: stored sample is not valid JSON; skipped", "run", id, "second", smp.Second)
+			continue
+		}
 		m, err := sampleMessage(smp.Data, nil)
 		if err != nil {
 			return nil, err

@@ -41,16 +41,20 @@ func idParam(c *gin.Context) (int64, error) {
 	return id, nil
 }
 
-// readPlan parses and validates the body; the stored spec is the plan with its defaults filled.
-// With stored (an update), secret header values sent as the plan.Masked placeholder get the
-// stored plan's values back (plan.KeepMasked); elsewhere the placeholder is an invalid value.
-func readPlan(c *gin.Context, stored *plan.Plan) (*plan.Plan, []byte, error) {
+// readPlan parses and validates the body against the plan's ranges and the server's caps; the
+// stored spec is the plan with its defaults filled. With stored (an update), secret header values
+// sent as the plan.Masked placeholder get the stored plan's values back (plan.KeepMasked);
+// elsewhere the placeholder is an invalid value.
+func (s *Server) readPlan(c *gin.Context, stored *plan.Plan) (*plan.Plan, []byte, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
 	}
 	p, err := plan.Parse(plan.KeepMasked(body, stored))
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.caps.Check(p); err != nil {
 		return nil, nil, err
 	}
 	spec, err := plan.Marshal(p)
@@ -73,7 +77,7 @@ func (s *Server) listPlans(c *gin.Context) (int, any, error) {
 }
 
 func (s *Server) createPlan(c *gin.Context) (int, any, error) {
-	p, spec, err := readPlan(c, nil)
+	p, spec, err := s.readPlan(c, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -115,7 +119,7 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return 0, nil, err
 	}
-	p, spec, err := readPlan(c, stored)
+	p, spec, err := s.readPlan(c, stored)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -70,6 +70,9 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.caps.Check(p); err != nil { // the caps may have been lowered since it was saved
+		return 0, nil, err
+	}
 	if err := s.checkTargets(p); err != nil { // the policy may have changed since the plan was saved
 		return 0, nil, err
 	}

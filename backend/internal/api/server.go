@@ -58,6 +58,7 @@ type Server struct {
 	guard  *Guard
 	policy *netpolicy.Policy // the server's target policy (targets.go)
 	auth   *AuthConfig       // nil: no authentication, every caller is the local admin (UseAuth)
+	caps   plan.Caps
 }
 
 // Option configures a Server (New).
@@ -66,6 +67,10 @@ type Option func(*Server)
 // WithGuard sets the guard against hostile web pages (guard.go). Without it, New uses a guard
 // with no public URL: loopback names and the connection's own address only.
 func WithGuard(g *Guard) Option { return func(s *Server) { s.guard = g } }
+
+// SetCaps sets the server's limits on plans (the --max-* and --memory-budget flags), applied when
+// a plan is created or updated and when a run starts; call it before Handler.
+func (s *Server) SetCaps(c plan.Caps) { s.caps = c }
 
 // New makes the API server. ui is the built SPA (may hold no index.html, then a hint is served).
 func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger, opts ...Option) *Server {

@@ -345,10 +345,15 @@ func errorMessage(err error) []byte {
 	return b
 }
 
+// summaryMessage is the stream's last message. A stored summary that is not valid JSON (a damaged
+// row) is sent as null rather than making the whole message empty.
 func summaryMessage(summary []byte, run any) []byte {
-	if len(summary) == 0 {
+	if len(summary) == 0 || !json.Valid(summary) {
 		summary = []byte("null")
 	}
-	b, _ := json.Marshal(liveMessage{Type: "summary", Data: summary, Run: run})
+	b, err := json.Marshal(liveMessage{Type: "summary", Data: summary, Run: run})
+	if err != nil {
+		b, _ = json.Marshal(liveMessage{Type: "summary", Data: json.RawMessage("null")})
+	}
 	return b
 }

@@ -75,9 +75,16 @@ func (e *Engine) grow() {
 
 // nextWakeup is the open model's wakeup plan for startWakeups: the due time of the first iteration
 // due after now, but no sooner than wakeupGap from now; false after the last iteration.
+//
+// The search looks at a bounded number of iterations: at rates where more than that fall within
+// one nanosecond of rounding, it wakes after wakeupGap instead of walking them all (a stop must
+// never wait for this loop).
 func (e *Engine) nextWakeup(now time.Duration) (time.Duration, bool) {
+	if e.stop.Load() {
+		return 0, false
+	}
 	j := e.sched.index(now)
-	for {
+	for range 1024 {
 		t, ok := e.sched.at(j)
 		if !ok || t >= e.endAt {
 			return 0, false
@@ -87,4 +94,5 @@ func (e *Engine) nextWakeup(now time.Duration) (time.Duration, bool) {
 		}
 		j++
 	}
+	return now + wakeupGap, true
 }

@@ -102,6 +102,7 @@ func (c *collector) activeVUs() int64 {
 
 // tick reads the counters and emits the sample for (lastTick, now].
 func (c *collector) tick(now time.Time, final bool) {
+	testPoint("collector", c.k)
 	c.e.rec.Read(c.cur)
 	c.delta.Sub(c.cur, c.prev)
 	c.prev, c.cur = c.cur, c.prev

@@ -92,6 +92,8 @@ type Engine struct {
 	abortCh   chan struct{}
 	abortOnce sync.Once
 	aborted   string
+
+	failed failure // a panic in one of the run's goroutines (panic.go)
 }
 
 type reqSpec struct {
@@ -138,7 +140,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		opts.Policy = netpolicy.Default()
 	}
 	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
-		dialSlots: make(chan struct{}, firstDials)}
+		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})}}
 	vs := &vars{data: map[string]int{}, extract: map[string]int{}, secrets: p.Secrets}
 	if d := p.Data; d != nil {
 		header, rows, err := d.Columns()
@@ -176,7 +178,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		}
 		j, ok := index[r.Name]
 		if !ok {
-			if len(names) == metrics.MaxNames-1 {
+			if len(names) >= metrics.MaxNames-1 { // the last slot is the shared "(other)"
 				if j, ok = index[metrics.OtherName]; !ok {
 					j = len(names)
 					index[metrics.OtherName] = j
@@ -347,7 +349,10 @@ func (e *Engine) addrFor(scheme, hostport string, vuID int) string {
 
 // Run executes the plan until its load model ends or ctx is cancelled, then waits a bounded grace
 // for requests in flight (those still open after it are counted as interrupted) and returns the
-// summary. Errors are returned only for a run that could not start; target failures are data.
+// summary. Target failures are data; the error is a *PanicError when one of the run's goroutines
+// panicked: the run then stops at once as if cancelled and the summary (nil if the collector
+// itself failed) covers what ran. Run returns within graceful_stop (+ scheduling) of the stop,
+// whatever the plan.
 func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	l := e.p.Load
 	grace := l.GracefulStop.D()
@@ -362,9 +367,13 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	col := newCollector(e)
 	colDone := make(chan struct{})
 	colStop := make(chan struct{})
-	go func() { defer close(colDone); col.loop(colStop) }()
+	go func() {
+		defer close(colDone)
+		defer e.recoverIn("collector", -1)
+		col.loop(colStop)
+	}()
 
-	e.launch()
+	e.launchGuarded(ctx)
 	allDone := make(chan struct{})
 	go func() { e.wg.Wait(); close(allDone) }()
 
@@ -375,6 +384,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	case <-timer.C:
 	case <-ctx.Done():
 	case <-e.abortCh:
+	case <-e.failed.ch:
 	}
 	e.stop.Store(true)
 	sendEnd := time.Now()
@@ -386,6 +396,12 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	defer gt.Stop()
 	select {
 	case <-allDone:
+	case <-e.failed.ch: // a VU that panicked during the grace: give up on the others at once
+		e.vusMu.Lock()
+		for _, v := range e.vus {
+			v.abandon()
+		}
+		e.vusMu.Unlock()
 	case <-gt.C:
 		e.vusMu.Lock()
 		for _, v := range e.vus {
@@ -399,20 +415,37 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	}
 	close(colStop)
 	<-colDone
-	sum := col.finish(endTime, sendEnd)
+	sum := e.finishGuarded(col, endTime, sendEnd)
+	if sum == nil {
+		return nil, e.failed.error()
+	}
 	runtime.ReadMemStats(&ms)
 	if sum.Requests > 0 {
 		sum.Client.HeapAllocsPerRequest = round(float64(ms.Mallocs-mallocs)/float64(sum.Requests), 4)
 	}
-	return sum, nil
+	return sum, e.failed.error()
 }
 
-// launch starts the executor's first VUs.
-func (e *Engine) launch() {
+// launchGuarded runs launch; a panic there fails the run (the VUs already started are stopped).
+func (e *Engine) launchGuarded(ctx context.Context) {
+	defer e.recoverIn("executor", -1)
+	testPoint("executor", -1)
+	e.launch(ctx)
+}
+
+// finishGuarded builds the summary; nil when that panicked (the run has then failed).
+func (e *Engine) finishGuarded(col *collector, end, sendEnd time.Time) (sum *metrics.Summary) {
+	defer e.recoverIn("collector", -1)
+	return col.finish(end, sendEnd)
+}
+
+// launch starts the executor's first VUs. It gives up spawning when ctx is done or the run fails,
+// so that a stop during the start of a plan with many VUs is not held up by it.
+func (e *Engine) launch(ctx context.Context) {
 	l := e.p.Load
 	switch l.Executor {
 	case plan.ConstantVUs, plan.PerVUIterations, plan.SharedIterations:
-		for i := 0; i < l.VUs; i++ {
+		for i := 0; i < l.VUs && !e.stopping(ctx, i); i++ {
 			e.spawn((*vu).closedLoop)
 		}
 	case plan.RampingVUs, plan.ConcurrencySweep:
@@ -421,7 +454,7 @@ func (e *Engine) launch() {
 		} else {
 			e.prof = stepProfile(l.Levels, l.StepDuration.D())
 		}
-		for i := 0; i < e.prof.peak(); i++ {
+		for i := 0; i < e.prof.peak() && !e.stopping(ctx, i); i++ {
 			e.spawn((*vu).profileLoop)
 		}
 	case plan.ConstantArrivalRate, plan.RampingArrivalRate:
@@ -433,12 +466,17 @@ func (e *Engine) launch() {
 		}
 		e.sched = newSchedule(float64(start), stages, l.TimeUnit.D())
 		e.maxVUs = int64(max(l.MaxVUs, l.PreAllocatedVUs))
-		e.stopWakeups = startWakeups(e.nextWakeup, e.now)
-		for i := 0; i < l.PreAllocatedVUs; i++ {
+		e.stopWakeups = startWakeups(e.nextWakeup, e.now, e.recoverWakeups)
+		for i := 0; i < l.PreAllocatedVUs && !e.stopping(ctx, i); i++ {
 			e.pool.Add(1)
 			e.spawn((*vu).openLoop)
 		}
 	}
+}
+
+// stopping reports, every 256 VUs started, whether the run is being stopped.
+func (e *Engine) stopping(ctx context.Context, i int) bool {
+	return i&255 == 255 && (ctx.Err() != nil || e.stop.Load() || e.failed.error() != nil)
 }
 
 // spawn creates VU number len(vus) and starts its loop. Spawning from a running VU is safe (the
@@ -452,6 +490,8 @@ func (e *Engine) spawn(loop func(*vu)) {
 	go func() {
 		defer e.wg.Done()
 		defer v.finish()
+		defer e.recoverIn("VU", v.id)
+		testPoint("vu", v.id)
 		loop(v)
 	}()
 }

@@ -111,7 +111,15 @@ func (t tmpl) render(dst []byte, v *vu) []byte {
 		case partUUID:
 			dst = appendUUID(dst, v.rand())
 		case partRandInt:
-			dst = strconv.AppendInt(dst, p.a+v.rand().Int64N(p.b-p.a+1), 10)
+			// in uint64 arithmetic: b − a + 1 cannot overflow (it wraps to 0 for the whole int64 range)
+			span := uint64(p.b) - uint64(p.a) + 1
+			var x uint64
+			if span == 0 {
+				x = v.rand().Uint64()
+			} else {
+				x = v.rand().Uint64N(span)
+			}
+			dst = strconv.AppendInt(dst, int64(uint64(p.a)+x), 10)
 		case partData:
 			if v.row != nil {
 				dst = append(dst, v.row[p.idx]...)

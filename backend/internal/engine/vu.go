@@ -469,6 +469,10 @@ func (v *vu) closeConns() {
 
 // abandon is called by the engine after the grace period: a request still in flight is counted
 // as interrupted, once.
+//
+// The request's connection is interrupted (as its timeout would), so the VU's goroutine ends and
+// closes its sockets now, not when a long timeout would have expired: a stopped run holds no
+// sockets or goroutines, even against a target that never answers.
 func (v *vu) abandon() {
 	if v.state.CompareAndSwap(inFlight, abandoned) {
 		v.shard.Interrupted()

@@ -19,8 +19,9 @@ import (
 // timerfd registered with Go's network poller (os.NewFile on a non-blocking fd) and armed for the
 // next due time wakes epoll precisely; each wakeup runs the runtime's expired timers, so the VU
 // sleeping until that moment starts on time. Without a timerfd (an old kernel, a sandbox) the run
-// goes on with the runtime's own precision.
-func startWakeups(next func(now time.Duration) (time.Duration, bool), now func() time.Duration) (stop func()) {
+// goes on with the runtime's own precision. guard is deferred at the top of its goroutine (the
+// engine's panic recovery).
+func startWakeups(next func(now time.Duration) (time.Duration, bool), now func() time.Duration, guard func()) (stop func()) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return func() {}
@@ -29,6 +30,7 @@ func startWakeups(next func(now time.Duration) (time.Duration, bool), now func()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer guard()
 		var expirations [8]byte
 		for {
 			t := now()

@@ -5,6 +5,6 @@ package engine
 import "time"
 
 // startWakeups is Linux-only (wakeup_linux.go); elsewhere timers keep the runtime's precision.
-func startWakeups(func(time.Duration) (time.Duration, bool), func() time.Duration) (stop func()) {
+func startWakeups(func(time.Duration) (time.Duration, bool), func() time.Duration, func()) (stop func()) {
 	return func() {}
 }

@@ -156,14 +156,37 @@ func (l *Load) validate(v *ValidationError) {
 	if l.StartVUs < 0 || l.StartVUs > MaxVUs {
 		v.add("load.start_vus", fmt.Sprintf("must be 0–%d", MaxVUs))
 	}
-	if l.Iterations < 0 {
-		v.add("load.iterations", "must be at least 1")
+	if l.Iterations < 0 || l.Iterations > MaxIterations {
+		v.add("load.iterations", fmt.Sprintf("must be 1–%d", MaxIterations))
 	}
+	if l.TimeUnit != 0 && l.TimeUnit < Duration(MinTimeUnit) {
+		v.add("load.time_unit", "must be at least 1ms")
+	}
+	// rate × (1s / time_unit) ≤ MaxRatePerSecond, without overflow: compare rate with the most
+	// iterations per time unit that this bound allows.
+	maxPerUnit := int64(MaxRatePerSecond)
+	if tu := l.TimeUnit.D(); tu >= MinTimeUnit && tu <= MaxLength {
+		maxPerUnit = int64(float64(MaxRatePerSecond) * tu.Seconds())
+	}
+	rateMsg := fmt.Sprintf("must be at most %d per time_unit (%d iterations/s)", maxPerUnit, MaxRatePerSecond)
 	if l.Rate < 0 {
 		v.add("load.rate", "must be at least 1")
+	} else if int64(l.Rate) > maxPerUnit {
+		v.add("load.rate", rateMsg)
 	}
 	if l.StartRate < 0 {
 		v.add("load.start_rate", "must not be negative")
+	} else if int64(l.StartRate) > maxPerUnit {
+		v.add("load.start_rate", rateMsg)
+	}
+	if l.GracefulStop > Duration(MaxGracefulStop) {
+		v.add("load.graceful_stop", "must be at most 10m")
+	}
+	if len(l.Stages) > MaxStages {
+		v.add("load.stages", fmt.Sprintf("has %d stages; at most %d", len(l.Stages), MaxStages))
+	}
+	if len(l.Levels) > MaxLevels {
+		v.add("load.levels", fmt.Sprintf("has %d levels; at most %d", len(l.Levels), MaxLevels))
 	}
 	if l.MaxVUs != 0 && l.MaxVUs < l.PreAllocatedVUs {
 		v.add("load.max_vus", "must be at least pre_allocated_vus")
@@ -172,7 +195,7 @@ func (l *Load) validate(v *ValidationError) {
 		"time_unit": l.TimeUnit, "step_duration": l.StepDuration} {
 		if d < 0 {
 			v.add("load."+name, "must be positive")
-		} else if d > Duration(24*time.Hour) {
+		} else if d > Duration(MaxLength) {
 			v.add("load."+name, "must be at most 24h")
 		}
 	}
@@ -181,27 +204,39 @@ func (l *Load) validate(v *ValidationError) {
 	}
 	var total time.Duration
 	for i, s := range l.Stages {
+		if i >= MaxStages {
+			break
+		}
 		f := "load.stages[" + strconv.Itoa(i) + "]"
 		if s.Duration <= 0 {
 			v.add(f+".duration", "must be positive")
+		} else if s.Duration > Duration(MaxLength) {
+			v.add(f+".duration", "must be at most 24h")
+		} else {
+			total += s.Duration.D() // ≤ MaxStages × 24h: no overflow
 		}
-		total += s.Duration.D()
 		if s.Target < 0 {
 			v.add(f+".target", "must not be negative")
 		} else if l.Executor == RampingVUs && s.Target > MaxVUs {
 			v.add(f+".target", fmt.Sprintf("must be at most %d VUs", MaxVUs))
+		} else if l.Executor == RampingArrivalRate && int64(s.Target) > maxPerUnit {
+			v.add(f+".target", rateMsg)
 		}
 	}
-	if total > 24*time.Hour {
+	if total > MaxLength {
 		v.add("load.stages", "must add up to at most 24h")
 	}
 	for i, n := range l.Levels {
+		if i >= MaxLevels {
+			break
+		}
 		if n < 1 || n > MaxVUs {
 			v.add("load.levels["+strconv.Itoa(i)+"]", fmt.Sprintf("must be 1–%d VUs", MaxVUs))
 		}
 	}
-	if l.Executor == ConcurrencySweep && l.StepDuration.D()*time.Duration(len(l.Levels)) > 24*time.Hour {
-		v.add("load.step_duration", "the sweep must last at most 24h")
+	if l.Executor == ConcurrencySweep && len(l.Levels) <= MaxLevels && l.StepDuration > 0 &&
+		l.StepDuration <= Duration(MaxLength) && l.StepDuration.D()*time.Duration(len(l.Levels)) > MaxLength {
+		v.add("load.step_duration", "levels × step_duration must be at most 24h")
 	}
 }
 

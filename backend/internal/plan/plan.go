@@ -201,6 +201,14 @@ func (e *ValidationError) add(field, msg string) {
 // *ValidationError naming every bad or unknown field (JSON syntax errors yield one "" field).
 func Parse(data []byte) (*Plan, error) {
 	verr := &ValidationError{}
+	if len(data) > MaxPlanBytes {
+		verr.add("", fmt.Sprintf("the plan is %d bytes; at most %d (8 MiB)", len(data), MaxPlanBytes))
+		return nil, verr
+	}
+	if at, deep := checkDepth(data, MaxDepth); deep {
+		verr.add("", fmt.Sprintf("the plan nests objects and arrays more than %d deep (at byte %d)", MaxDepth, at))
+		return nil, verr
+	}
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -303,7 +311,11 @@ func (p *Plan) Validate() error {
 	if len(p.Requests) == 0 {
 		v.add("requests", "at least one request is required")
 	}
+	p.validateBounds(v)
 	for i, r := range p.Requests {
+		if i >= MaxRequests {
+			break // validateBounds named the count
+		}
 		f := "requests[" + strconv.Itoa(i) + "]."
 		if !methods[r.Method] {
 			v.add(f+"method", fmt.Sprintf("%q is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS", r.Method))
@@ -322,7 +334,7 @@ func (p *Plan) Validate() error {
 			}
 		}
 		if r.Weight < 0 {
-			v.add(f+"weight", "must be 1 or more")
+			v.add(f+"weight", fmt.Sprintf("must be 1–%d", MaxWeight))
 		}
 		for j, c := range r.Checks {
 			validateCheck(f+"checks["+strconv.Itoa(j)+"]", c, v)
@@ -339,14 +351,16 @@ func (p *Plan) Validate() error {
 	p.Load.validate(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")
-	} else if p.HTTP.Timeout > Duration(time.Hour) {
+	} else if p.HTTP.Timeout > Duration(MaxTimeout) {
 		v.add("http.timeout", "must be at most 1h")
 	}
-	if p.HTTP.MaxRedirects < 0 {
-		v.add("http.max_redirects", "must not be negative")
+	if p.HTTP.MaxRedirects < 0 || p.HTTP.MaxRedirects > MaxRedirects {
+		v.add("http.max_redirects", fmt.Sprintf("must be 0–%d (0: the default, %d)", MaxRedirects, DefaultRedirects))
 	}
 	if p.HTTP.ConnectTimeout < 0 {
 		v.add("http.connect_timeout", "must not be negative")
+	} else if p.HTTP.ConnectTimeout > Duration(MaxTimeout) {
+		v.add("http.connect_timeout", "must be at most 1h")
 	}
 	if m := p.HTTP.MaxBody; m != 0 && (m < MinMaxBody || m > MaxMaxBody) {
 		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
@@ -360,17 +374,26 @@ func (p *Plan) Validate() error {
 			}
 		}
 	}
-	names := map[string]bool{}
+	names := map[string]bool{}    // every request name
+	ownStats := map[string]bool{} // the names with statistics of their own (the first MaxNames-1)
 	for _, r := range p.Requests {
+		if !names[r.Name] && len(ownStats) < MaxNames-1 {
+			ownStats[r.Name] = true
+		}
 		names[r.Name] = true
 	}
 	for i, t := range p.Thresholds {
+		if i >= MaxThresholds {
+			break // validateBounds named the count
+		}
 		f := "thresholds[" + strconv.Itoa(i) + "]"
 		if _, err := ParseThreshold(t.Expr); err != nil {
 			v.add(f, err.Error())
 		}
 		if t.Request != "" && !names[t.Request] {
 			v.add(f+".request", fmt.Sprintf("%q is not the name of a request of this plan", t.Request))
+		} else if t.Request != "" && len(names) > 1 && !ownStats[t.Request] {
+			v.add(f+".request", fmt.Sprintf("%q has no statistics of its own: only the first %d distinct request names do (the others share %q)", clip(t.Request), MaxNames-1, "(other)"))
 		}
 	}
 	if len(v.Fields) > 0 {

@@ -81,7 +81,7 @@ func (t ThinkTime) Range() (lo, hi time.Duration, err error) {
 			return 0, 0, fmt.Errorf("%q is not a think time; write \"1s\" or \"500ms-2s\"", s)
 		}
 	}
-	if lo < 0 || hi < lo || hi > time.Hour {
+	if lo < 0 || hi < lo || hi > MaxTimeout {
 		return 0, 0, fmt.Errorf("%q must be a range from 0 to at most 1h, low first", s)
 	}
 	return lo, hi, nil
@@ -210,6 +210,8 @@ func ParseTemplate(s string) ([]Part, error) {
 		switch {
 		case p.Var == "random_int" && (len(p.Args) != 2 || p.Args[0] > p.Args[1]):
 			return nil, fmt.Errorf("%q: write {{random_int LOW HIGH}} with LOW ≤ HIGH", s[m[0]:m[1]])
+		case p.Var == "random_int" && (p.Args[0] < -MaxRandomInt || p.Args[1] > MaxRandomInt):
+			return nil, fmt.Errorf("%q: LOW and HIGH must be within ±%d (10^18)", s[m[0]:m[1]], int64(MaxRandomInt))
 		case p.Var != "random_int" && len(p.Args) > 0:
 			return nil, fmt.Errorf("%q takes no arguments", s[m[0]:m[1]])
 		}
@@ -232,6 +234,12 @@ func (d *Data) Columns() (header []string, rows [][]string, err error) {
 	}
 	if len(all) < 2 {
 		return nil, nil, fmt.Errorf("needs a header row and at least one data row")
+	}
+	if len(all)-1 > MaxCSVRows {
+		return nil, nil, fmt.Errorf("has %d data rows; at most %d", len(all)-1, MaxCSVRows)
+	}
+	if len(all[0]) > MaxCSVColumns {
+		return nil, nil, fmt.Errorf("has %d columns; at most %d", len(all[0]), MaxCSVColumns)
 	}
 	return all[0], all[1:], nil
 }
@@ -278,6 +286,9 @@ func (p *Plan) validateScenario(v *ValidationError) {
 		}
 	}
 	for i, r := range p.Requests {
+		if i >= MaxRequests {
+			break // validateBounds named the count
+		}
 		f := "requests[" + strconv.Itoa(i) + "]."
 		fields := map[string]string{"url": r.URL, "body": r.Body}
 		for k, val := range r.Headers {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -109,6 +110,9 @@ type active struct {
 	done    chan struct{}
 }
 
+// fail ends the run as failed with err (a sink's panic; the first failure wins), as Fail does.
+func (r *Runner) fail(a *active, err error) { _ = r.Fail(a.id, err) }
+
 // New makes a runner that reports to sinks.
 func New(log *slog.Logger, sinks ...Sink) *Runner {
 	if log == nil {
@@ -148,7 +152,10 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	drained := make([]chan struct{}, len(r.sinks))
 	for i, s := range r.sinks {
 		drained[i] = make(chan struct{})
-		go func() { defer close(drained[i]); drain(id, s, outs[i]) }()
+		go func() {
+			defer close(drained[i])
+			r.drain(id, i, s, outs[i], func(err error) { r.fail(a, err) })
+		}()
 	}
 	r.wg.Add(1)
 	go func() {
@@ -188,14 +195,22 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	return id, nil
 }
 
-// runEngine turns a panic inside the engine into a failed run instead of a dead server.
+// runEngine turns a panic inside the engine into a failed run instead of a dead server: the
+// engine recovers its own goroutines' panics and returns them as *engine.PanicError; this catches
+// one in Run's own goroutine.
 func (r *Runner) runEngine(ctx context.Context, eng *engine.Engine) (sum *metrics.Summary, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("engine panic: %v", p)
+			err = fmt.Errorf("internal error in the engine: %v", p)
+			r.log.Error("run failed: panic", "err", err, "stack", string(debug.Stack()))
 		}
 	}()
-	return eng.Run(ctx)
+	sum, err = eng.Run(ctx)
+	var pe *engine.PanicError
+	if errors.As(err, &pe) {
+		r.log.Error("run failed: panic", "where", pe.Where, "err", pe.Value, "stack", string(pe.Stack))
+	}
+	return sum, err
 }
 
 // Stop asks the active run to end (requests in flight get the plan's graceful stop). It returns
@@ -302,9 +317,32 @@ func (r *Runner) fanOut(outs []chan event, ev event, id int64) {
 	}
 }
 
-func drain(id int64, s Sink, in <-chan event) {
+// drain hands a sink its events until the run's channel closes. A panic in the sink fails the run
+// (fail) and is recovered once per panic, not per event: the sink then gets no more seconds, but
+// still the summary, so the store records the run as failed with the reason.
+func (r *Runner) drain(id int64, i int, s Sink, in <-chan event, fail func(error)) {
+	broken := false
+	for {
+		err := r.drainSome(id, s, in, broken)
+		if err == nil {
+			return
+		}
+		r.log.Error("run failed: panic in a sink", "run", id, "sink", i, "err", err)
+		fail(err)
+		broken = true
+	}
+}
+
+// drainSome delivers events until the channel closes (nil) or the sink panics (the panic as an
+// error). A broken sink is given only the summary.
+func (r *Runner) drainSome(id int64, s Sink, in <-chan event, broken bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error in %T: %v", s, p)
+		}
+	}()
 	for ev := range in {
-		if ev.sample != nil {
+		if ev.sample != nil && !broken {
 			s.Sample(id, ev.sample)
 		} else if f := ev.finish; f != nil {
 			s.Finish(id, f.status, f.started, f.ended, f.sum, f.err)
@@ -312,4 +350,5 @@ func drain(id int64, s Sink, in <-chan event) {
 			n.Failing(id, ev.failing)
 		}
 	}
+	return nil
 }
