@@ -249,8 +249,12 @@ func TestRedirects(t *testing.T) {
 	t.Run("not following", func(t *testing.T) {
 		tg := redirectTarget(t)
 		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", "")))
-		if sum.StatusCodes["302"] != 40 || sum.Errors != 0 || tg.Requests() != 40 {
-			t.Errorf("codes %v errors %v target %d", sum.StatusCodes, sum.ErrorKinds, tg.Requests())
+		// 40 arrivals: each one answered 302 (counted once, as the target counts it), or, on a
+		// machine too busy to hand it to a VU in time, dropped or cut off by the end — never lost.
+		got := sum.StatusCodes["302"]
+		if got != int64(tg.Requests()) || sum.Errors != 0 || got+sum.DroppedIterations+sum.Interrupted != 40 || got < 36 {
+			t.Errorf("codes %v errors %v dropped %d interrupted %d target %d", sum.StatusCodes, sum.ErrorKinds,
+				sum.DroppedIterations, sum.Interrupted, tg.Requests())
 		}
 	})
 	t.Run("following", func(t *testing.T) {

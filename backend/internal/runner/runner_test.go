@@ -283,6 +283,7 @@ func TestFailFromASinkFailsTheRun(t *testing.T) {
 		}
 		s.mu.Unlock()
 	}
+	<-rn.Done(4) // the run is over once every sink has its summary
 	if err := rn.Fail(4, errors.New("late")); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Fail after the end: %v, want ErrNotRunning", err)
 	}

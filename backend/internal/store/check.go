@@ -9,11 +9,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
 	"golang.org/x/sys/unix"
+
+	"github.com/volley-load/volley/migrations"
 )
 
 // ApplicationID is the SQLite application_id (the 32-bit integer at offset 68 of the file's
@@ -40,10 +43,27 @@ var (
 	ErrDiskFull = errors.New("disk is full")
 )
 
-// legacyTables are the tables of a Volley database made before ApplicationID existed
-// (migrations 00001–00003): a file without an application_id is taken as Volley's only when it
-// has goose's version table, plans and runs, and no table outside this list.
-var legacyTables = []string{"goose_db_version", "plans", "runs", "run_samples", "run_summaries", "run_tags"}
+// legacyTables are the tables a Volley database may hold: goose's version table and every table
+// a migration creates. A file without an application_id — made before ApplicationID existed, or
+// rebuilt from a dump (sqlite3 .dump/.recover do not carry the id) — is taken as Volley's only
+// when it has goose's version table, plans and runs, and no table outside this list.
+var legacyTables = volleyTables()
+
+// createTable finds the table names in the migrations' CREATE TABLE statements.
+var createTable = regexp.MustCompile(`(?i)CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?["'\x60]?(\w+)`)
+
+func volleyTables() []string {
+	names := []string{"goose_db_version"}
+	files, _ := fs.Glob(migrations.FS, "*.sql")
+	for _, f := range files {
+		b, _ := fs.ReadFile(migrations.FS, f)
+		up, _, _ := strings.Cut(string(b), "-- +goose Down")
+		for _, m := range createTable.FindAllStringSubmatch(up, -1) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
 
 // FaultReason says in a few words what a storage error means to a user ("the disk is full",
 // "the database is locked by another program", …), or "" when err is not a recognised storage

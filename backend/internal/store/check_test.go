@@ -131,9 +131,9 @@ func TestOpenRefusesForeignFiles(t *testing.T) {
 				"CREATE TABLE plans (id INTEGER PRIMARY KEY, x TEXT)", "INSERT INTO plans (x) VALUES ('theirs')")
 		}, []string{"another application", "application_id 1598903374", "0x566F6C6C", "--db"}},
 		{"foreign tables", func(t *testing.T, path string) {
-			foreignDB(t, path, "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)",
-				"INSERT INTO users (name) VALUES ('ada')")
-		}, []string{"another application", "users", "--db"}},
+			foreignDB(t, path, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)",
+				"INSERT INTO customers (name) VALUES ('ada')")
+		}, []string{"another application", "customers", "--db"}},
 		{"Volley's tables and a foreign one", func(t *testing.T, path string) {
 			legacy, _ := volleyDB(t, t.TempDir(), 1)
 			b, err := os.ReadFile(legacy)
