@@ -147,14 +147,10 @@ func (p *Plan) validateBounds(v *ValidationError) {
 		}
 		for j, c := range r.Checks {
 			cf := f + "checks[" + strconv.Itoa(j) + "]."
-			if len(c.Name) > MaxHeaderNameBytes {
-				v.add(cf+"name", fmt.Sprintf("at most %d bytes", MaxHeaderNameBytes))
-			}
-			if len(c.Path) > MaxPatternBytes {
-				v.add(cf+"path", fmt.Sprintf("at most %d bytes", MaxPatternBytes))
-			}
-			if s, ok := c.Value.(string); ok && len(s) > MaxValueBytes {
-				v.add(cf+"value", fmt.Sprintf("at most %d bytes", MaxValueBytes))
+			v.atMostBytes(cf+"name", c.Name, MaxHeaderNameBytes)
+			v.atMostBytes(cf+"path", c.Path, MaxPatternBytes)
+			if s, ok := c.Value.(string); ok {
+				v.atMostBytes(cf+"value", s, MaxValueBytes)
 			}
 		}
 		if len(r.Extract) > MaxExtracts {
@@ -162,15 +158,9 @@ func (p *Plan) validateBounds(v *ValidationError) {
 		}
 		for j, x := range r.Extract {
 			xf := f + "extract[" + strconv.Itoa(j) + "]."
-			if len(x.Pattern) > MaxPatternBytes {
-				v.add(xf+"pattern", fmt.Sprintf("at most %d bytes", MaxPatternBytes))
-			}
-			if len(x.Path) > MaxPatternBytes {
-				v.add(xf+"path", fmt.Sprintf("at most %d bytes", MaxPatternBytes))
-			}
-			if len(x.Name) > MaxHeaderNameBytes {
-				v.add(xf+"name", fmt.Sprintf("at most %d bytes", MaxHeaderNameBytes))
-			}
+			v.atMostBytes(xf+"pattern", x.Pattern, MaxPatternBytes)
+			v.atMostBytes(xf+"path", x.Path, MaxPatternBytes)
+			v.atMostBytes(xf+"name", x.Name, MaxHeaderNameBytes)
 		}
 	}
 	if len(p.Thresholds) > MaxThresholds {
@@ -186,6 +176,13 @@ func (p *Plan) validateBounds(v *ValidationError) {
 	}
 	if d := p.Data; d != nil && len(d.CSV) > MaxCSVBytes {
 		v.add("data.csv", fmt.Sprintf("is %d bytes; at most %d (4 MiB)", len(d.CSV), MaxCSVBytes))
+	}
+}
+
+// atMostBytes names field when s is longer than max bytes.
+func (v *ValidationError) atMostBytes(field, s string, max int) {
+	if len(s) > max {
+		v.add(field, fmt.Sprintf("at most %d bytes", max))
 	}
 }
 

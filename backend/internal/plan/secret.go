@@ -290,14 +290,7 @@ func maskGeneric(spec []byte) []byte {
 		if !ok {
 			continue
 		}
-		r := Request{}
-		if list, ok := req["secret_headers"].([]any); ok {
-			for _, s := range list {
-				if s, ok := s.(string); ok {
-					r.SecretHeaders = append(r.SecretHeaders, s)
-				}
-			}
-		}
+		r := Request{SecretHeaders: secretHeadersOf(req)}
 		switch h := req["headers"].(type) {
 		case map[string]any:
 			for k, val := range h {
@@ -317,6 +310,18 @@ func maskGeneric(spec []byte) []byte {
 		return []byte("null")
 	}
 	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// secretHeadersOf is the strings of a raw request's secret_headers list.
+func secretHeadersOf(req map[string]any) []string {
+	var names []string
+	list, _ := req["secret_headers"].([]any)
+	for _, s := range list {
+		if s, ok := s.(string); ok {
+			names = append(names, s)
+		}
+	}
+	return names
 }
 
 // KeepMasked prepares a plan JSON sent to update a stored plan: in every secret header whose
@@ -347,14 +352,7 @@ func KeepMasked(data []byte, stored *Plan) []byte {
 		if !ok {
 			continue
 		}
-		r := Request{}
-		if list, ok := req["secret_headers"].([]any); ok {
-			for _, s := range list {
-				if s, ok := s.(string); ok {
-					r.SecretHeaders = append(r.SecretHeaders, s)
-				}
-			}
-		}
+		r := Request{SecretHeaders: secretHeadersOf(req)}
 		old := stored.matchRequest(req, i)
 		if old == nil {
 			continue
