@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
+	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
@@ -28,26 +31,77 @@ type app struct {
 	url string
 }
 
-// newApp wires the real pieces: a SQLite file, the runner with its sinks, the hub, the handlers.
-func newApp(t *testing.T) *app {
+// testUI is the web UI every test server serves: the page and one asset.
+var testUI = fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}, "assets/app.js": {Data: []byte("x")}}
+
+// stackConfig is what a test changes in the stack newStack wires; the zero value is newApp's.
+type stackConfig struct {
+	store     *store.Store      // a store another stack opened (and closes); nil: open db
+	db        string            // the SQLite file; "": volley.db in a temporary directory
+	log       *slog.Logger      // nil: discarded
+	bufferFor time.Duration     // StoreSink.BufferFor; 0: the default
+	guard     *api.Guard        // guards the handler and the websocket upgrader; nil: the default guard
+	caps      plan.Caps         // the server's caps
+	policy    *netpolicy.Policy // the target policy of the server and the runner; nil: the default
+	// handler serves the server; nil: s.Handler().
+	handler func(s *api.Server, st *store.Store) http.Handler
+}
+
+// stack is the real pieces wired as volley serve wires them: a SQLite file, the runner with its
+// sinks, the hub, the handlers, behind an httptest server.
+type stack struct {
+	*app
+	st *store.Store
+	rn *runner.Runner
+}
+
+func newStack(t *testing.T, c stackConfig) *stack {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
+	st := c.store
+	if st == nil {
+		db := cmp.Or(c.db, filepath.Join(t.TempDir(), "volley.db"))
+		var err error
+		if st, err = store.Open(db); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() }) // after the server and the runner
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(nil)
-	ss := &api.StoreSink{W: st, Log: log}
+	log := c.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var opts []api.Option
+	var checkOrigin func(*http.Request) bool // the hub's default
+	if c.guard != nil {
+		opts = append(opts, api.WithGuard(c.guard))
+		checkOrigin = c.guard.CheckOrigin
+	}
+	h := hub.New(checkOrigin)
+	ss := &api.StoreSink{W: st, Log: log, BufferFor: c.bufferFor}
 	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
 	ss.Fail = rn.Fail
-	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}, "assets/app.js": {Data: []byte("x")}}
-	srv := httptest.NewServer(api.New(st, rn, h, ui, log).Handler())
+	rn.SetTargetPolicy(c.policy)
+	s := api.New(st, rn, h, testUI, log, opts...)
+	s.SetCaps(c.caps)
+	s.SetTargetPolicy(c.policy)
+	var handler http.Handler
+	if c.handler != nil {
+		handler = c.handler(s, st)
+	} else {
+		handler = s.Handler()
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		_ = rn.Shutdown(t.Context())
 		srv.Close()
-		st.Close()
 	})
-	return &app{t: t, url: srv.URL}
+	return &stack{app: &app{t: t, url: srv.URL}, st: st, rn: rn}
+}
+
+// newApp wires the real pieces: a SQLite file, the runner with its sinks, the hub, the handlers.
+func newApp(t *testing.T) *app {
+	t.Helper()
+	return newStack(t, stackConfig{}).app
 }
 
 // newReq is a CLI-style request: no Origin, Content-Type: application/json on every state change

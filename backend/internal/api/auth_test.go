@@ -7,12 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,8 +17,6 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/auth"
-	"github.com/volley-load/volley/backend/internal/hub"
-	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -68,41 +63,33 @@ const (
 // (users is false: none, auth is then off only if allowLocal).
 func newAuthApp(t *testing.T, allowLocal, users bool, extra ...func(*gin.Engine)) *authApp {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	clk := &fakeClock{t: time.Now().UTC()}
-	svc := auth.New(st, auth.Config{Now: clk.Now, Hash: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1},
-		Limits: auth.Limits{PerAddr: auth.Limit{Burst: 50, Every: time.Minute}, PerUser: auth.Limit{Burst: 3, Every: time.Minute}}})
-	if users {
-		for _, u := range []struct {
-			name string
-			role auth.Role
-			pw   string
-		}{{"ann", auth.Admin, annPW}, {"tom", auth.Tester, tomPW}, {"vic", auth.Viewer, vicPW}} {
-			if _, err := svc.AddUser(t.Context(), u.name, u.role, u.pw); err != nil {
-				t.Fatal(err)
+	var svc *auth.Service
+	var engine *gin.Engine
+	a := newStack(t, stackConfig{log: log, handler: func(s *api.Server, st *store.Store) http.Handler {
+		svc = auth.New(st, auth.Config{Now: clk.Now, Hash: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1},
+			Limits: auth.Limits{PerAddr: auth.Limit{Burst: 50, Every: time.Minute}, PerUser: auth.Limit{Burst: 3, Every: time.Minute}}})
+		if users {
+			for _, u := range []struct {
+				name string
+				role auth.Role
+				pw   string
+			}{{"ann", auth.Admin, annPW}, {"tom", auth.Tester, tomPW}, {"vic", auth.Viewer, vicPW}} {
+				if _, err := svc.AddUser(t.Context(), u.name, u.role, u.pw); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
-	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}}
-	as := api.New(st, rn, h, ui, log).UseAuth(api.AuthConfig{Service: svc, AllowLocal: allowLocal})
-	engine := as.Router()
-	for _, f := range extra {
-		f(engine)
-	}
-	srv := httptest.NewServer(as.Guarded(engine))
-	t.Cleanup(func() {
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
-	return &authApp{t: t, url: srv.URL, svc: svc, clk: clk, logs: logs, engine: engine, answers: &syncBuf{}}
+		as := s.UseAuth(api.AuthConfig{Service: svc, AllowLocal: allowLocal})
+		engine = as.Router()
+		for _, f := range extra {
+			f(engine)
+		}
+		return as.Guarded(engine)
+	}}).app
+	return &authApp{t: t, url: a.url, svc: svc, clk: clk, logs: logs, engine: engine, answers: &syncBuf{}}
 }
 
 // cred is how a request authenticates: a session cookie, a bearer token, or nothing.

@@ -3,48 +3,25 @@ package api_test
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
-	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/engine"
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
-	"github.com/volley-load/volley/backend/internal/runner"
-	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // newCappedApp is newApp with server caps.
 func newCappedApp(t *testing.T, caps plan.Caps) *app {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
-	s := api.New(st, rn, h, fstest.MapFS{"index.html": {Data: []byte("<!doctype html>")}}, log)
-	s.SetCaps(caps)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
-	return &app{t: t, url: srv.URL}
+	return newStack(t, stackConfig{caps: caps}).app
 }
 
 func reqs(n int, f func(i int) string) string {

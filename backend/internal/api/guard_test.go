@@ -6,23 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/volley-load/volley/backend/internal/api"
-	"github.com/volley-load/volley/backend/internal/hub"
-	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -41,22 +36,9 @@ func newGuardedApp(t *testing.T, cfg api.GuardConfig) *guardedApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(g.CheckOrigin)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
-	ui := fstest.MapFS{"index.html": {Data: []byte("<!doctype html><title>Volley</title>")}}
-	srv := httptest.NewServer(api.New(st, rn, h, ui, log, api.WithGuard(g)).Handler())
-	t.Cleanup(func() {
-		_ = rn.Shutdown(context.Background())
-		srv.Close()
-		st.Close()
-	})
-	u, _ := url.Parse(srv.URL)
-	return &guardedApp{url: srv.URL, host: u.Host, port: u.Port(), st: st}
+	s := newStack(t, stackConfig{guard: g})
+	u, _ := url.Parse(s.url)
+	return &guardedApp{url: s.url, host: u.Host, port: u.Port(), st: s.st}
 }
 
 // hreq is one request as a browser or a client would send it.

@@ -7,45 +7,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"gorm.io/gorm"
 
-	"github.com/volley-load/volley/backend/internal/api"
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/metrics"
-	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
 // newStoreApp is newApp with the store at hand, to seed runs without running load.
 func newStoreApp(t *testing.T) (*app, *store.Store) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(nil)
-	ss := &api.StoreSink{W: st, Log: log}
-	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
-	ss.Fail = rn.Fail
-	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
-	t.Cleanup(func() {
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
-	return &app{t: t, url: srv.URL}, st
+	s := newStack(t, stackConfig{})
+	return s.app, s.st
 }
 
 // seeded describes a synthetic stored run.

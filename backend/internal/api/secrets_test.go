@@ -9,42 +9,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/volley-load/volley/backend/internal/api"
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
-	"github.com/volley-load/volley/backend/internal/runner"
-	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
-
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func canary(t *testing.T, tag string) string {
 	b := make([]byte, 12)
@@ -84,26 +59,16 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 	cAuth, cMarked, cStore := canary(t, "AUTH"), canary(t, "MARK"), canary(t, "STORE")
 	scan := &leakScan{t: t, canaries: []string{cAuth, cMarked, cStore}}
 
-	logs := &syncBuffer{}
+	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prevDefault := slog.Default()
 	slog.SetDefault(log)
 	t.Cleanup(func() { slog.SetDefault(prevDefault) })
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := hub.New(nil)
-	rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
-	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
-	t.Cleanup(func() {
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
+	s := newStack(t, stackConfig{log: log})
+	a, st := s.app, s.st
 	raw := func(method, path, body string) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req, _ := http.NewRequest(method, a.url+path, strings.NewReader(body))
 		if method != http.MethodGet {
 			req.Header.Set("Content-Type", "application/json")
 		}
@@ -239,7 +204,7 @@ func TestCanarySecretsNeverLeave(t *testing.T) {
 		}
 		var r struct{ ID int64 }
 		_ = json.Unmarshal(b, &r)
-		ws := "ws" + strings.TrimPrefix(srv.URL, "http") + fmt.Sprintf("/api/runs/%d/live", r.ID)
+		ws := "ws" + strings.TrimPrefix(a.url, "http") + fmt.Sprintf("/api/runs/%d/live", r.ID)
 		c, _, err := websocket.DefaultDialer.Dial(ws, nil)
 		if err != nil {
 			t.Fatal(err)

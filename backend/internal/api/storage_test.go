@@ -5,24 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/volley-load/volley/backend/internal/api"
-	"github.com/volley-load/volley/backend/internal/hub"
-	"github.com/volley-load/volley/backend/internal/runner"
-	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
@@ -32,22 +25,8 @@ import (
 // normal end), and the seconds stored before, and an earlier run, must be intact.
 func TestDiskFullFailsTheRunAndTellsViewers(t *testing.T) {
 	dir := testutil.MountTmpfs(t, 16<<20)
-	st, err := store.Open(filepath.Join(dir, "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(nil)
-	ss := &api.StoreSink{W: st, Log: log, BufferFor: 2 * time.Second}
-	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
-	ss.Fail = rn.Fail
-	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
-	t.Cleanup(func() { // before the tmpfs is unmounted
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
-	a := &app{t: t, url: srv.URL}
+	s := newStack(t, stackConfig{db: filepath.Join(dir, "volley.db"), bufferFor: 2 * time.Second}) // stopped before the tmpfs is unmounted
+	a, st, rn := s.app, s.st, s.rn
 
 	_, p := a.do("POST", "/api/plans", planJSON("http://127.0.0.1:9/", 1, "1m"))
 	pid := int64(p["id"].(float64))
@@ -62,24 +41,7 @@ func TestDiskFullFailsTheRunAndTellsViewers(t *testing.T) {
 		t.Fatalf("start: %d %v", code, run)
 	}
 	id := int64(run["id"].(float64))
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+fmt.Sprintf("/api/runs/%d/live", id), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	read := func() liveMsg {
-		t.Helper()
-		_, b, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatalf("live: %v", err)
-		}
-		var m liveMsg
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	read := followLive(t, a, id, 30*time.Second)
 	var seen []json.RawMessage
 	for len(seen) < 3 {
 		if m := read(); m.Type == "sample" {
@@ -164,43 +126,17 @@ func TestDiskFullFailsTheRunAndTellsViewers(t *testing.T) {
 	}
 }
 
-// TestLockedDatabaseFailsTheRunThenStoresItsEnd: another program (the sqlite3 shell) holds the
-// database's write lock mid-run. The run fails with a reason that says the database is locked, the
-// viewer is told at once, and once the lock is released the run's end is stored (the end is
-// retried, not dropped).
-func TestLockedDatabaseFailsTheRunThenStoresItsEnd(t *testing.T) {
-	sqlite3, err := exec.LookPath("sqlite3")
-	if err != nil {
-		t.Skip("sqlite3 shell not installed")
-	}
-	path := filepath.Join(t.TempDir(), "volley.db")
-	st, err := store.Open(path)
+// followLive opens the live stream of run id; read returns its next message, and fails the test
+// when the stream ends or timeout passes from now.
+func followLive(t *testing.T, a *app, id int64, timeout time.Duration) (read func() liveMsg) {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.url, "http")+fmt.Sprintf("/api/runs/%d/live", id), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := hub.New(nil)
-	ss := &api.StoreSink{W: st, Log: log, BufferFor: 2 * time.Second}
-	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
-	ss.Fail = rn.Fail
-	srv := httptest.NewServer(api.New(st, rn, h, fstest.MapFS{}, log).Handler())
-	t.Cleanup(func() {
-		_ = rn.Shutdown(t.Context())
-		srv.Close()
-		st.Close()
-	})
-	a := &app{t: t, url: srv.URL}
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "1m"))
-	_, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", int(p["id"].(float64))), "")
-	id := int64(run["id"].(float64))
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+fmt.Sprintf("/api/runs/%d/live", id), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	_ = ws.SetReadDeadline(time.Now().Add(60 * time.Second))
-	read := func() liveMsg {
+	t.Cleanup(func() { ws.Close() })
+	_ = ws.SetReadDeadline(time.Now().Add(timeout))
+	return func() liveMsg {
 		t.Helper()
 		_, b, err := ws.ReadMessage()
 		if err != nil {
@@ -212,6 +148,25 @@ func TestLockedDatabaseFailsTheRunThenStoresItsEnd(t *testing.T) {
 		}
 		return m
 	}
+}
+
+// TestLockedDatabaseFailsTheRunThenStoresItsEnd: another program (the sqlite3 shell) holds the
+// database's write lock mid-run. The run fails with a reason that says the database is locked, the
+// viewer is told at once, and once the lock is released the run's end is stored (the end is
+// retried, not dropped).
+func TestLockedDatabaseFailsTheRunThenStoresItsEnd(t *testing.T) {
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Skip("sqlite3 shell not installed")
+	}
+	path := filepath.Join(t.TempDir(), "volley.db")
+	s := newStack(t, stackConfig{db: path, bufferFor: 2 * time.Second})
+	a, rn := s.app, s.rn
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	_, p := a.do("POST", "/api/plans", planJSON(tg.URL, 2, "1m"))
+	_, run := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", int(p["id"].(float64))), "")
+	id := int64(run["id"].(float64))
+	read := followLive(t, a, id, 60*time.Second)
 	for n := 0; n < 2; {
 		if read().Type == "sample" {
 			n++

@@ -1,20 +1,11 @@
 package api_test
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 
-	"github.com/volley-load/volley/backend/internal/api"
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
-	"github.com/volley-load/volley/backend/internal/runner"
-	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
@@ -22,31 +13,12 @@ import (
 // policy, one whose administrator denies loopback (as after a policy change).
 func newPolicyApps(t *testing.T) (lax, strict *app) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "volley.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	deny, err := netpolicy.New([]string{"10.9.0.0/16"}, []string{"127.0.0.0/8", "*.corp.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(pol *netpolicy.Policy) *app {
-		h := hub.New(nil)
-		rn := runner.New(log, &api.StoreSink{W: st, Log: log}, &api.HubSink{Hub: h, Log: log})
-		rn.SetTargetPolicy(pol)
-		s := api.New(st, rn, h, fstest.MapFS{}, log)
-		s.SetTargetPolicy(pol)
-		srv := httptest.NewServer(s.Handler())
-		t.Cleanup(func() {
-			_ = rn.Shutdown(t.Context())
-			srv.Close()
-		})
-		return &app{t: t, url: srv.URL}
-	}
-	lax, strict = mk(nil), mk(deny)
-	t.Cleanup(func() { st.Close() })
-	return lax, strict
+	l := newStack(t, stackConfig{})
+	return l.app, newStack(t, stackConfig{store: l.st, policy: deny}).app
 }
 
 func fieldOf(m map[string]any, name string) string {
