@@ -1,80 +1,23 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-// hugeLengthTarget answers every request with a 200 GB Content-Length and then sends zeros as fast
-// as the connection takes them: the answer that made `volley run` die of "out of memory" within
-// 2 s while it allocated bodies at their declared length.
-func hugeLengthTarget(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	zeros := make([]byte, 64<<10)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); _ = c.Close() }()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 200000000000\r\n\r\n"); err != nil {
-					return
-				}
-				for {
-					if _, err := c.Write(zeros); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
 
 // `volley run` against a target declaring a 200 GB body: the run ends on time with every request
 // a timeout, and the process's peak RSS stays far from the body's size.
 func TestRunSurvivesAHugeContentLength(t *testing.T) {
-	addr := hugeLengthTarget(t)
+	addr := testutil.EndlessBodyTarget(t)
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
 	outPath := filepath.Join(dir, "summary.json")

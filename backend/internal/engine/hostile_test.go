@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -117,10 +116,10 @@ func sendZeros(c net.Conn, n int64) {
 // closeHard ends the exchange: the reading side of serveHostile closes the connection.
 func closeHard(c net.Conn) { _ = c.Close() }
 
-// TestHelperHostileTarget is not a test: it is the child process of startHostileTarget.
+// TestHelperHostileTarget is not a test: it is the child process that TestHostileTargets starts.
 func TestHelperHostileTarget(t *testing.T) {
 	if os.Getenv("VOLLEY_HOSTILE_TARGET") != "1" {
-		t.Skip("the child process of startHostileTarget")
+		t.Skip("the child process of TestHostileTargets")
 	}
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -155,34 +154,6 @@ func serveHostile(c net.Conn) {
 		}
 		b(c)
 	}
-}
-
-// startHostileTarget runs TestHelperHostileTarget in a child process and returns its address; the
-// child ends when the test does.
-func startHostileTarget(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHostileTarget$")
-	cmd.Env = append(os.Environ(), "VOLLEY_HOSTILE_TARGET=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close() // the child exits when its stdin closes
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("hostile target: %v", err)
-	}
-	return strings.TrimSpace(line)
 }
 
 // procStatus reads a "VmRSS"-like field of /proc/self/status, in bytes.
@@ -320,7 +291,7 @@ func TestHostileTargets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hostile-target suite: ~40 s")
 	}
-	addr := startHostileTarget(t)
+	addr := startChildTarget(t, "TestHelperHostileTarget", "VOLLEY_HOSTILE_TARGET")
 	timeout := []string{"timeout"} // endless or slow: cut off by the request timeout or the hard stop
 	cases := []hostileCase{
 		{path: "/huge-length", want: timeout},
@@ -431,34 +402,9 @@ func TestCheckedBodiesUpToMaxBody(t *testing.T) {
 // Stop cuts off a VU stuck reading an endless body: the run ends within the graceful stop, the
 // request is interrupted, and the VU lets go of its connection at once, not at its (far) timeout.
 func TestStopCutsOffAnEndlessBody(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 200000000000\r\n\r\n")
-				sendZeros(c, -1) // until the client lets go
-			}()
-		}
-	}()
+	addr := testutil.EndlessBodyTarget(t)
 	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],
-		"load":{"executor":"constant-vus","vus":20,"duration":"1m","graceful_stop":"1s"},"http":{"timeout":"1m"}}`, ln.Addr()))
+		"load":{"executor":"constant-vus","vus":20,"duration":"1m","graceful_stop":"1s"},"http":{"timeout":"1m"}}`, addr))
 	e, err := New(p, Options{})
 	if err != nil {
 		t.Fatal(err)

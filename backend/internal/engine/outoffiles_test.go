@@ -20,7 +20,7 @@ import (
 // working. The target runs in a child process, so that only the VUs' sockets count against the
 // lowered limit.
 func TestOutOfFilesPausesTheVU(t *testing.T) {
-	addr := startHelperTarget(t)
+	addr := startChildTarget(t, "TestHelperTarget", "VOLLEY_HELPER_TARGET")
 	p := mustPlan(t, closedPlan("http://"+addr+"/", 60, "1s", "1s", ""))
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -48,12 +48,12 @@ func TestOutOfFilesPausesTheVU(t *testing.T) {
 	}
 }
 
-// startHelperTarget runs TestHelperTarget in a child process (the test binary itself) and returns
-// the address it serves on; the child ends when the test does.
-func startHelperTarget(t *testing.T) string {
+// startChildTarget runs the test named test in a child process (the test binary itself), with env
+// set to 1, and returns the address the child prints; the child ends when the test does.
+func startChildTarget(t *testing.T, test, env string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTarget$")
-	cmd.Env = append(os.Environ(), "VOLLEY_HELPER_TARGET=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -71,16 +71,16 @@ func startHelperTarget(t *testing.T) string {
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		t.Fatalf("helper target: %v", err)
+		t.Fatalf("%s: %v", test, err)
 	}
 	return strings.TrimSpace(line)
 }
 
-// TestHelperTarget is not a test: it is the child process of startHelperTarget, an HTTP server
+// TestHelperTarget is not a test: it is the child process that TestOutOfFilesPausesTheVU starts, an HTTP server
 // answering 200 until its stdin closes.
 func TestHelperTarget(t *testing.T) {
 	if os.Getenv("VOLLEY_HELPER_TARGET") != "1" {
-		t.Skip("the child process of startHelperTarget")
+		t.Skip("the child process of TestOutOfFilesPausesTheVU")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

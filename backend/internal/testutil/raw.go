@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -101,3 +102,58 @@ func (s *RawServer) Requests() int64 { return s.requests.Load() }
 
 // Conns is the number of connections the server accepted.
 func (s *RawServer) Conns() int64 { return s.conns.Load() }
+
+// EndlessBodyTarget starts a loopback TCP server that answers every request with a 200 GB
+// Content-Length and then sends zeros as fast as the connection takes them (the answer that made
+// `volley run` die of "out of memory" while it allocated bodies at their declared length), and
+// returns its address. It and its connections are closed when the test ends.
+func EndlessBodyTarget(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	zeros := make([]byte, 64<<10)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); _ = c.Close() }()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 200000000000\r\n\r\n"); err != nil {
+					return
+				}
+				for {
+					if _, err := c.Write(zeros); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
