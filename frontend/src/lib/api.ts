@@ -36,6 +36,16 @@ export function errorMessage(err: unknown): string {
   return String(err);
 }
 
+/** fieldsMessage is errorMessage, or, when the answer names fields, `field: message; …`. */
+export function fieldsMessage(err: unknown): string {
+  if (err instanceof ApiError && Object.keys(err.fields).length > 0) {
+    return Object.entries(err.fields)
+      .map(([f, m]) => `${f}: ${m}`)
+      .join('; ');
+  }
+  return errorMessage(err);
+}
+
 function statusText(status: number): string {
   if (status === 404) return 'not found';
   if (status >= 500) return 'server error';
