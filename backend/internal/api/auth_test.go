@@ -21,18 +21,6 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // syncBuf is a log sink tests can read while the server writes.
 type syncBuf struct {
 	mu sync.Mutex
@@ -46,7 +34,7 @@ type authApp struct {
 	t      *testing.T
 	url    string
 	svc    *auth.Service
-	clk    *fakeClock
+	clk    *testutil.Clock
 	logs   *syncBuf
 	engine *gin.Engine
 	// answers collects every response body, to check that no secret is ever echoed back
@@ -65,7 +53,7 @@ func newAuthApp(t *testing.T, allowLocal, users bool, extra ...func(*gin.Engine)
 	t.Helper()
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	clk := &fakeClock{t: time.Now().UTC()}
+	clk := testutil.NewClock(time.Now().UTC())
 	var svc *auth.Service
 	var engine *gin.Engine
 	a := newStack(t, stackConfig{log: log, handler: func(s *api.Server, st *store.Store) http.Handler {

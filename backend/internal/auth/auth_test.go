@@ -12,25 +12,13 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/store"
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
-
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // cheap keeps argon2id fast under -race; the default cost is exercised by TestDefaultCost.
 var cheap = auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}
 
-func newService(t *testing.T) (*auth.Service, *store.Store, *clock, string) {
+func newService(t *testing.T) (*auth.Service, *store.Store, *testutil.Clock, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "volley.db")
 	st, err := store.Open(path)
@@ -38,7 +26,7 @@ func newService(t *testing.T) (*auth.Service, *store.Store, *clock, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := testutil.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	svc := auth.New(st, auth.Config{Now: clk.Now, Hash: cheap,
 		Limits: auth.Limits{PerAddr: auth.Limit{Burst: 10, Every: time.Minute}, PerUser: auth.Limit{Burst: 3, Every: 2 * time.Minute}}})
 	return svc, st, clk, path
