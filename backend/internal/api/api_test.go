@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,7 +58,10 @@ func newStack(t *testing.T, c stackConfig) *stack {
 	t.Helper()
 	st := c.store
 	if st == nil {
-		db := cmp.Or(c.db, filepath.Join(t.TempDir(), "volley.db"))
+		db := c.db
+		if db == "" {
+			db = filepath.Join(t.TempDir(), "volley.db")
+		}
 		var err error
 		if st, err = store.Open(db); err != nil {
 			t.Fatal(err)
