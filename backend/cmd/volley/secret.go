@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -117,6 +118,7 @@ func secretSet(stdin io.Reader, stdout, stderr io.Writer, db, name string) error
 		fmt.Fprintf(stderr, "volley: %v\n", err)
 		return exitCode(exitCannotRun)
 	}
+	auditSecret(st, stderr, auth.ActSecretSet, name, map[string]any{"created": created})
 	verb := "replaced"
 	if created {
 		verb = "set"
@@ -165,8 +167,19 @@ func secretDel(stdout, stderr io.Writer, db, name string) error {
 		fmt.Fprintf(stderr, "volley: %v\n", err)
 		return exitCode(exitCannotRun)
 	}
+	auditSecret(st, stderr, auth.ActSecretDelete, name, nil)
 	fmt.Fprintf(stdout, "secret %s deleted\n", name)
 	return nil
+}
+
+// auditSecret records a change to the secret store in the database's audit log, as the CLI actor
+// (never the value). A failure to record is reported, not fatal: the change is made.
+func auditSecret(st *store.Store, stderr io.Writer, action, name string, detail map[string]any) {
+	err := auth.New(st, auth.Config{}).Audit(context.Background(),
+		auth.Entry{Actor: auth.CLIActor, Action: action, Target: "secret " + name, Detail: detail})
+	if err != nil {
+		fmt.Fprintln(stderr, "volley: audit log:", err)
+	}
 }
 
 // envSecrets reads the values of p's {{secret.NAME}} references from the environment variables

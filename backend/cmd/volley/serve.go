@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -143,6 +145,12 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 Add an admin first, then start again (everyone then logs in):
     volley user add admin --role admin --db %s
 or keep the server on loopback (--addr 127.0.0.1:8080)`, addr, dbPath, dbPath)}
+	}
+	if u := remotePublicURL(lim.publicURLs); !hasUsers && u != "" {
+		// A proxy on this machine publishing a loopback server is as open as a public bind.
+		return usageError{fmt.Errorf(`--public-url %s publishes Volley beyond this machine and %s has no users: anyone who can reach that URL would control Volley.
+Add an admin first, then start again (everyone then logs in):
+    volley user add admin --role admin --db %s`, u, dbPath, dbPath)}
 	}
 	if !loopback {
 		log.Warn("listening beyond loopback: every user logs in; put a TLS proxy in front (--public-url https://…) so passwords and sessions are not sent in clear", "addr", ln.Addr().String())
@@ -286,4 +294,24 @@ func httpsPublicURL(urls []string) bool {
 		}
 	}
 	return false
+}
+
+// remotePublicURL returns the first public URL whose host is not a loopback name or address
+// ("" when every one is local, e.g. a development server on http://localhost:5173).
+func remotePublicURL(urls []string) string {
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return raw
+		}
+		h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			continue
+		}
+		if ip, err := netip.ParseAddr(h); err == nil && ip.Unmap().IsLoopback() {
+			continue
+		}
+		return raw
+	}
+	return ""
 }

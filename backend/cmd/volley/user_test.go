@@ -180,3 +180,26 @@ func serveUntilHealthy(t *testing.T, host, db string, admin adminInit) {
 		t.Errorf("serve on %s: %v", host, err)
 	}
 }
+
+// A loopback bind published by a proxy (--public-url on another host) is as open as a public
+// bind: with no users it refuses to start; a loopback public URL (a development server) starts.
+func TestServeRefusesARemotePublicURLWithoutUsers(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "volley.db")
+	opts := defaultServeOpts()
+	opts.publicURLs = []string{"http://localhost:5173", "https://volley.example.com"}
+	err := serve(t.Context(), "127.0.0.1:0", db, "", adminInit{}, opts)
+	if !isUsage(err) || !strings.Contains(err.Error(), "--public-url https://volley.example.com") ||
+		!strings.Contains(err.Error(), "volley user add admin --role admin --db "+db) {
+		t.Fatalf("serve with a remote public URL and no users: %v", err)
+	}
+	for _, u := range []string{"http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]:9000", "http://app.localhost"} {
+		if got := remotePublicURL([]string{u}); got != "" {
+			t.Errorf("remotePublicURL(%s) = %q, want none", u, got)
+		}
+	}
+	for _, u := range []string{"http://192.0.2.10:8080", "https://volley.example.com", "http://127.0.0.1.example.com"} {
+		if got := remotePublicURL([]string{u}); got != u {
+			t.Errorf("remotePublicURL(%s) = %q, want it", u, got)
+		}
+	}
+}

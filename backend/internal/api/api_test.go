@@ -290,7 +290,10 @@ func TestRunLifecycleLiveAndConflict(t *testing.T) {
 
 	n1, sum1 := checkStream(t, "early", first)
 	n2, sum2 := checkStream(t, "late", late)
-	if n1 < 3 || n1 != n2 {
+	// A 3 s run has 3 seconds; a collector tick delayed past the next one on a busy machine folds
+	// two seconds into one sample (counted once, never lost), so ≥ 2 — and both viewers, early and
+	// late, see exactly the same seconds.
+	if n1 < 2 || n1 != n2 {
 		t.Errorf("samples: early %d, late %d", n1, n2)
 	}
 	if sum1["requests"] != sum2["requests"] || sum1["requests"].(float64) <= 0 {

@@ -42,7 +42,12 @@ var routePolicy = auth.Policy{
 	{Method: http.MethodDelete, Route: "/api/tokens/:id", Role: auth.Viewer}, // own, or any for an admin
 	{Route: "/api/users/*", Role: auth.Admin},
 	{Route: "/api/audit/*", Role: auth.Admin},
-	{Route: "/api/secrets/*", Role: auth.Admin}, // values are write-only; even their names are an admin's
+	// Secret names and times: testers read them to write {{secret.NAME}} in plans (and a run start
+	// naming an unknown secret tells them as much). Values are write-only; setting and deleting
+	// are an admin's.
+	{Method: http.MethodGet, Route: "/api/secrets", Role: auth.Tester},
+	{Method: http.MethodHead, Route: "/api/secrets", Role: auth.Tester},
+	{Route: "/api/secrets/*", Role: auth.Admin},
 }
 
 // publicRoutes answer without a session or token.

@@ -172,6 +172,7 @@ func safeMethod(m string) bool {
 // Authentication, when configured, runs inside (after) the guard.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		frameDeny(w.Header())
 		if !g.HostAllowed(r) {
 			guardFail(w, errf(http.StatusMisdirectedRequest, "host_not_allowed",
 				"Host %q is not one of this server's addresses; a proxy or another name needs volley serve --public-url", r.Host))
@@ -198,6 +199,16 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// frameDeny forbids every page of Volley inside a frame of another page (clickjacking: a hostile
+// page framing the UI under a lure, so that the user's click presses Run) — both the old header and
+// CSP's frame-ancestors, which browsers prefer — and MIME sniffing, on every answer.
+func frameDeny(h http.Header) {
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 // guardFail writes the API's error envelope. The request body is not read; the connection is

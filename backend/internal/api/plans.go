@@ -3,13 +3,16 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -50,7 +53,11 @@ func (s *Server) readPlan(c *gin.Context, stored *plan.Plan) (*plan.Plan, []byte
 	if err != nil {
 		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
 	}
-	p, err := plan.Parse(plan.KeepMasked(body, stored))
+	kept, err := plan.KeepMasked(body, stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := plan.Parse(kept)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,6 +95,7 @@ func (s *Server) createPlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	s.auditPlan(c, auth.ActPlanCreate, sp.ID, sp.Name, map[string]any{"hosts": planHosts(sp.Spec)})
 	return http.StatusCreated, toPlanJSON(sp), nil
 }
 
@@ -111,7 +119,10 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	// The stored plan, whose secret header values a masked update keeps. A missing plan is
 	// reported by UpdatePlan (after the body's own problems, as before).
 	var stored *plan.Plan
+	var oldSpec []byte
+	oldName := ""
 	if old, err := s.store.GetPlan(c.Request.Context(), id); err == nil {
+		oldSpec, oldName = old.Spec, old.Name
 		stored = &plan.Plan{}
 		if json.Unmarshal(old.Spec, stored) != nil {
 			stored = nil
@@ -130,6 +141,17 @@ func (s *Server) updatePlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// Hosts as parsed leave out templated ones ("{{base}}/x"): origins as written catch those.
+	hosts, was := planHosts(sp.Spec), planHosts(oldSpec)
+	changed := !slices.Equal(hosts, was) || !slices.Equal(planOrigins(sp.Spec), planOrigins(oldSpec))
+	detail := map[string]any{"hosts": hosts, "hosts_changed": changed}
+	if changed {
+		detail["previous_hosts"] = was
+	}
+	if oldName != "" && oldName != sp.Name {
+		detail["previous_name"] = oldName
+	}
+	s.auditPlan(c, auth.ActPlanUpdate, sp.ID, sp.Name, detail)
 	return http.StatusOK, toPlanJSON(sp), nil
 }
 
@@ -143,8 +165,36 @@ func (s *Server) deletePlan(c *gin.Context) (int, any, error) {
 			return 0, nil, errf(http.StatusConflict, "run_active", "run %d of this plan is running; stop it first", active)
 		}
 	}
+	was, err := s.store.GetPlan(c.Request.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
 	if err := s.store.DeletePlan(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
+	s.auditPlan(c, auth.ActPlanDelete, id, was.Name, map[string]any{"hosts": planHosts(was.Spec)})
 	return http.StatusNoContent, nil, nil
+}
+
+// planOrigins returns the distinct URL origins of a plan's requests as written (plan.URLOrigin),
+// sorted.
+func planOrigins(spec []byte) []string {
+	var p struct {
+		Requests []struct {
+			URL string `json:"url"`
+		} `json:"requests"`
+	}
+	_ = json.Unmarshal(spec, &p)
+	out := []string{}
+	for _, r := range p.Requests {
+		out = append(out, plan.URLOrigin(r.URL))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// auditPlan records a plan created, updated or deleted: its id and name, and detail.
+func (s *Server) auditPlan(c *gin.Context, action string, id int64, name string, detail map[string]any) {
+	detail["plan_id"], detail["plan_name"] = id, name
+	s.audit(c, action, fmt.Sprintf("plan %d", id), detail)
 }

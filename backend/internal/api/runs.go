@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -162,8 +163,14 @@ func (s *Server) deleteRun(c *gin.Context) (int, any, error) {
 	if active, ok := s.runner.Active(); ok && active == id {
 		return 0, nil, errf(http.StatusConflict, "run_active", "run %d is running; stop it first", id)
 	}
+	was, err := s.store.GetRun(c.Request.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
 	if err := s.store.DeleteRun(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
+	s.audit(c, auth.ActRunDelete, fmt.Sprintf("run %d", id),
+		map[string]any{"run_id": id, "plan_id": was.PlanID, "plan_name": was.PlanName, "status": was.Status})
 	return http.StatusNoContent, nil, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -94,6 +95,7 @@ func (s *Server) putSecret(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	s.audit(c, auth.ActSecretSet, "secret "+name, map[string]any{"created": created})
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -109,5 +111,6 @@ func (s *Server) deleteSecret(c *gin.Context) (int, any, error) {
 	if err := s.store.DeleteSecret(c.Request.Context(), name); err != nil {
 		return 0, nil, err
 	}
+	s.audit(c, auth.ActSecretDelete, "secret "+name, nil)
 	return http.StatusNoContent, nil, nil
 }

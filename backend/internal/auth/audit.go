@@ -11,19 +11,25 @@ import (
 
 // Audit actions.
 const (
-	ActLogin       = "login"
-	ActLoginFailed = "login_failed"
-	ActLogout      = "logout"
-	ActUserCreate  = "user.create"
-	ActUserUpdate  = "user.update"
-	ActUserDelete  = "user.delete"
-	ActTokenCreate = "token.create"
-	ActTokenRevoke = "token.revoke"
-	ActRunStart    = "run.start"
-	ActRunStop     = "run.stop"
+	ActLogin        = "login"
+	ActLoginFailed  = "login_failed"
+	ActLogout       = "logout"
+	ActUserCreate   = "user.create"
+	ActUserUpdate   = "user.update"
+	ActUserDelete   = "user.delete"
+	ActTokenCreate  = "token.create"
+	ActTokenRevoke  = "token.revoke"
+	ActRunStart     = "run.start"
+	ActRunStop      = "run.stop"
+	ActRunDelete    = "run.delete"
+	ActPlanCreate   = "plan.create"
+	ActPlanUpdate   = "plan.update"
+	ActPlanDelete   = "plan.delete"
+	ActSecretSet    = "secret.set"
+	ActSecretDelete = "secret.delete"
 )
 
-// CLIActor is the actor of changes made with the volley user commands.
+// CLIActor is the actor of changes made with the volley user and volley secret commands.
 const CLIActor = "cli"
 
 // Entry is one audit log line.
@@ -32,7 +38,7 @@ type Entry struct {
 	At     time.Time
 	Actor  string         // user name, LocalUser or CLIActor
 	Action string         // one of the Act… constants
-	Target string         // what it acted on: "user ann", "token 3", "run 12"
+	Target string         // what it acted on: "user ann", "token 3", "run 12", "plan 4", "secret API_KEY"
 	Detail map[string]any // e.g. {"plan_id": 1, "plan_name": "…", "hosts": ["127.0.0.1:8090"]}
 	Addr   string         // the client address ("" from the CLI)
 }

@@ -260,16 +260,24 @@ func TestRedirects(t *testing.T) {
 	t.Run("following", func(t *testing.T) {
 		tg := redirectTarget(t)
 		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", `,"follow_redirects":true`)))
-		if sum.StatusCodes["200"] != 40 || sum.Requests != 40 || sum.Errors != 0 || tg.Requests() != 80 {
-			t.Errorf("codes %v requests %d errors %v target %d", sum.StatusCodes, sum.Requests, sum.ErrorKinds, tg.Requests())
+		// 40 arrivals, each two hops to the target; on a busy machine a few dropped or cut off
+		// (chains hold a VU longer than single requests: a lower floor than "not following")
+		n := sum.Requests
+		if sum.StatusCodes["200"] != n || sum.Errors != 0 || n+sum.DroppedIterations+sum.Interrupted != 40 || n < 30 ||
+			tg.Requests() < 2*n || tg.Requests() > 2*(n+sum.Interrupted) {
+			t.Errorf("codes %v requests %d errors %v dropped %d interrupted %d target %d", sum.StatusCodes, n, sum.ErrorKinds,
+				sum.DroppedIterations, sum.Interrupted, tg.Requests())
 		}
 		between(t, "p50 ms", sum.Latency.P50, 40, 50)
 	})
 	t.Run("loop", func(t *testing.T) {
 		tg := redirectTarget(t)
 		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/loop", 20, "2s", 20, "2s", `,"follow_redirects":true,"max_redirects":5`)))
-		if sum.ErrorKinds["redirect_loop"] != 40 || sum.Requests != 40 || tg.Requests() != 240 {
-			t.Errorf("kinds %v requests %d target %d (want 6 per request)", sum.ErrorKinds, sum.Requests, tg.Requests())
+		n := sum.Requests
+		if sum.ErrorKinds["redirect_loop"] != n || n+sum.DroppedIterations+sum.Interrupted != 40 || n < 30 ||
+			tg.Requests() < 6*n || tg.Requests() > 6*(n+sum.Interrupted) {
+			t.Errorf("kinds %v requests %d dropped %d interrupted %d target %d (want 6 per request)", sum.ErrorKinds, n,
+				sum.DroppedIterations, sum.Interrupted, tg.Requests())
 		}
 	})
 }

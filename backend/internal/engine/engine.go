@@ -111,6 +111,7 @@ type reqSpec struct {
 	wire             []byte
 	head, connClose  bool // wire is a HEAD request; it asks to close the connection
 	hdrT             []hdrTmpl
+	strip            []string // headers a redirect to another origin drops (vu.follow): secret ones
 	checks           []check
 	extracts         []extract
 	keepBody         bool // a body check or an extraction from the body reads the response body
@@ -255,6 +256,9 @@ func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
 		t, err := vs.compile(val)
 		if err != nil {
 			return err
+		}
+		if r.IsSecretHeader(k) || refersToSecret(val) {
+			s.strip = append(s.strip, k)
 		}
 		if lit, ok := t.literal(); ok && t != nil {
 			if !cloned {

@@ -97,6 +97,20 @@ func (vs *vars) compile(s string) (tmpl, error) {
 	return t, nil
 }
 
+// refersToSecret reports whether template s uses a {{secret.NAME}}.
+func refersToSecret(s string) bool {
+	parts, err := plan.ParseTemplate(s)
+	if err != nil {
+		return false
+	}
+	for _, p := range parts {
+		if strings.HasPrefix(p.Var, plan.SecretPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // render appends the template's text for VU v to dst. It does not allocate once dst has grown.
 func (t tmpl) render(dst []byte, v *vu) []byte {
 	for i := range t {

@@ -45,6 +45,7 @@ type vu struct {
 	conn0    httpConn
 	resp     *fasthttp.Response
 	redirect *fasthttp.Request // scratch request for followed redirects
+	origin   []byte            // the origin of the request whose redirects are followed (follow)
 	rng      *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout  time.Duration
 	state    atomic.Int32
@@ -397,6 +398,15 @@ func isRedirect(status int) bool {
 
 // follow follows the redirect in v.resp until a non-redirect answer, within the same deadline (the
 // one armed by do); a chain is one logical request. More than max_redirects hops is a redirect_loop error.
+//
+// Like net/http and curl, a hop keeps the original request's headers, except that:
+//   - a 301, 302 or 303 turns any method but HEAD into GET and drops the body with the headers that
+//     describe it (Content-Type, Content-Encoding, Content-Language, Content-Location), for the
+//     rest of the chain; a 307 or 308 keeps the method and the body;
+//   - the first hop to another origin than the original request's (scheme, host or port differ)
+//     drops its credentials: crossOriginHeaders, the request's secret_headers and every header
+//     rendered from a {{secret.NAME}} (reqSpec.strip). They stay dropped for the rest of the
+//     chain, even on a hop back to the first origin.
 func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 	if v.redirect == nil {
 		v.redirect = &fasthttp.Request{}
@@ -407,6 +417,9 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 	} else {
 		orig.spec.fill(req, v.e.p.HTTP.KeepAliveOn())
 	}
+	u := req.URI()
+	v.origin = appendOrigin(v.origin[:0], u.Scheme(), u.Host())
+	stripped := false
 	var body int64
 	for hop := 1; ; hop++ {
 		status := v.resp.StatusCode()
@@ -420,15 +433,29 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		if len(loc) == 0 {
 			return body, metrics.KindNone // a 3xx without Location is an answer
 		}
-		req.URI().UpdateBytes(loc)
-		req.URI().DisablePathNormalizing = true
+		u.UpdateBytes(loc)
+		u.DisablePathNormalizing = true
 		if status == 301 || status == 302 || status == 303 {
-			if !bytes.Equal(req.Header.Method(), []byte("HEAD")) {
+			if !req.Header.IsHead() {
 				req.Header.SetMethod("GET")
 			}
 			req.ResetBody()
+			// and the Content-Length fasthttp set when it wrote the original request: without
+			// it a GET would announce a body it does not send, and the server would wait for it
+			req.Header.Del("Content-Length")
+			for _, h := range bodyHeaders {
+				req.Header.Del(h)
+			}
 		}
-		u := req.URI()
+		if !stripped && !sameOrigin(v.origin, u.Scheme(), u.Host()) {
+			stripped = true
+			for _, h := range crossOriginHeaders {
+				req.Header.Del(h)
+			}
+			for _, h := range orig.spec.strip {
+				req.Header.Del(h)
+			}
+		}
 		isTLS := bytes.Equal(u.Scheme(), []byte("https"))
 		scheme := "http"
 		if isTLS {
@@ -443,6 +470,55 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 			return 0, classify(err)
 		}
 	}
+}
+
+// crossOriginHeaders are the headers a redirect to another origin never carries, whatever the
+// plan says: net/http's list of credentials (client.go, makeHeadersCopier).
+var crossOriginHeaders = []string{"Authorization", "Www-Authenticate", "Cookie", "Cookie2", "Proxy-Authorization", "Proxy-Authenticate"}
+
+// bodyHeaders describe a request body; a redirect that drops the body drops them too (as
+// net/http, after the Fetch standard).
+var bodyHeaders = []string{"Content-Type", "Content-Encoding", "Content-Language", "Content-Location"}
+
+// appendOrigin appends the origin of a URL with this scheme and host[:port] to dst, in the form
+// sameOrigin compares: "scheme://host", lower case, without the scheme's default port.
+func appendOrigin(dst, scheme, host []byte) []byte {
+	for _, c := range scheme {
+		dst = append(dst, c|0x20)
+	}
+	dst = append(dst, "://"...)
+	for _, c := range originHost(scheme, host) {
+		if 'A' <= c && c <= 'Z' {
+			c |= 0x20
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// sameOrigin reports whether a URL with this scheme and host[:port] has the origin appendOrigin
+// made: same scheme, host and port (a missing port being the scheme's default).
+func sameOrigin(origin, scheme, host []byte) bool {
+	host = originHost(scheme, host)
+	n := len(scheme)
+	return len(origin) == n+3+len(host) && bytes.EqualFold(origin[:n], scheme) &&
+		string(origin[n:n+3]) == "://" && bytes.EqualFold(origin[n+3:], host)
+}
+
+// originHost is host[:port] without the scheme's default port (80, or 443 for https).
+func originHost(scheme, host []byte) []byte {
+	i := bytes.LastIndexByte(host, ':')
+	if i < 0 || i < bytes.LastIndexByte(host, ']') {
+		return host
+	}
+	port, def := host[i+1:], "80"
+	if bytes.EqualFold(scheme, []byte("https")) {
+		def = "443"
+	}
+	if len(port) == 0 || string(port) == def {
+		return host[:i]
+	}
+	return host
 }
 
 func hostname(hostport string) string {

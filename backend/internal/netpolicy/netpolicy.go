@@ -37,7 +37,7 @@
 // keeps legitimate plans working (http://2130706433/ is 127.0.0.1) while no spelling of a denied
 // address passes; and whatever a spelling resolves to, the dial-time check sees the real address.
 //
-// The package uses the standard library only, so the engine, the API, remote agents and monitors
+// The package uses the standard library and golang.org/x/net/idna only, so the engine, the API, remote agents and monitors
 // can all import it.
 package netpolicy
 
@@ -50,6 +50,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/idna"
 	"syscall"
 )
 
@@ -296,6 +298,19 @@ func (p *Policy) CheckHost(host string) error {
 // judgeHost judges a host without port: the error is a *Denied; allowed reports an explicit
 // allow by name (decision step 4).
 func (p *Policy) judgeHost(host string) (allowed bool, err error) {
+	canon, bad := canonicalHost(host)
+	if bad != "" {
+		return false, &Denied{Target: host, Reason: bad}
+	}
+	if canon != host {
+		// The name a resolver would look up (IDNA-mapped: full-width digits, ideographic full
+		// stops, …) is judged, and named in the answer beside what the plan wrote.
+		allowed, err := p.judgeHost(canon)
+		if d, ok := err.(*Denied); ok {
+			d.Target = host
+		}
+		return allowed, err
+	}
 	if a, ok := Literal(host); ok {
 		if reason := p.judgeAddr(a, false); reason != "" {
 			return false, &Denied{Target: host, Addr: a.String(), Reason: reason}
@@ -409,6 +424,65 @@ func stripPort(h string) string {
 		return host
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+}
+
+// canonicalHost returns the host a resolver would be given for a plan's host spelling — lower
+// case, percent-escapes decoded, Unicode mapped to ASCII as browsers and resolvers do (IDNA
+// UTS #46: "１６９。２５４。１６９。２５４" is 169.254.169.254), one trailing dot dropped — or, for a spelling no
+// resolver takes as a host (empty labels such as "metadata.google.internal..", a numeric host that
+// is no IPv4 address such as 4294967296 or 0xA9FEA9FE00, invalid characters), a reason to refuse it.
+// Numeric and IPv6 spellings Literal reads are returned as they are.
+func canonicalHost(host string) (string, string) {
+	if _, ok := Literal(host); ok {
+		return host, ""
+	}
+	h := host
+	if strings.Contains(h, "%") {
+		u, err := url.PathUnescape(h)
+		if err != nil {
+			return "", "not a valid host name (bad percent-encoding)"
+		}
+		h = u
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || strings.HasPrefix(h, ".") || strings.HasSuffix(h, ".") || strings.Contains(h, "..") {
+		return "", "not a valid host name (an empty label)"
+	}
+	ascii, err := idna.Lookup.ToASCII(h)
+	if err != nil || ascii == "" {
+		return "", "not a valid host name"
+	}
+	if a, ok := Literal(ascii); ok {
+		return a.String(), ""
+	}
+	if numericLabels(ascii) {
+		return "", "a numeric host that is no IPv4 address"
+	}
+	if ascii != strings.TrimSuffix(strings.ToLower(host), ".") {
+		return ascii, ""
+	}
+	return host, ""
+}
+
+// numericLabels reports whether every label of a host is a number as inet_aton reads one —
+// decimal digits, or 0x and hex digits: such a host is an IPv4 spelling to a resolver, never a
+// name ("a1.b2" is a name; "4294967296" and "0xA9FEA9FE00" are numbers too large for IPv4).
+func numericLabels(h string) bool {
+	for _, l := range strings.Split(h, ".") {
+		digits, hex := l, false
+		if len(l) > 2 && (l[:2] == "0x" || l[:2] == "0X") {
+			digits, hex = l[2:], true
+		}
+		if digits == "" {
+			return false
+		}
+		for _, c := range digits {
+			if !(c >= '0' && c <= '9' || hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // normName lower-cases a host name, decodes percent-escapes and drops one trailing dot.

@@ -329,18 +329,24 @@ func secretHeadersOf(req map[string]any) []string {
 // kept secret stays secret when it comes back masked but no longer listed in secret_headers
 // (unmarking must not reveal a value nobody re-entered). The stored request is
 // the one with the same name, else the one at the same index; a placeholder with no stored value
-// to keep stays (and Validate then names the field). It returns the JSON to Parse; input that is
+// to keep stays (and Validate then names the field).
+//
+// A stored value is kept only for a request whose URL origin (scheme, host and port, compared as
+// written, template placeholders included; see URLOrigin) is the stored request's: otherwise a
+// masked value would be sent to a target it was never entered for. Such a header is a
+// *ValidationError on requests[i].headers naming it. It returns the JSON to Parse; input that is
 // not a JSON object is returned unchanged for Parse to report.
-func KeepMasked(data []byte, stored *Plan) []byte {
+func KeepMasked(data []byte, stored *Plan) ([]byte, error) {
 	if stored == nil || !bytes.Contains(data, []byte(Masked)) {
-		return data
+		return data, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var raw map[string]any
 	if dec.Decode(&raw) != nil || dec.More() {
-		return data
+		return data, nil
 	}
+	verr := &ValidationError{}
 	reqs, _ := raw["requests"].([]any)
 	changed := false
 	for i, e := range reqs {
@@ -357,12 +363,20 @@ func KeepMasked(data []byte, stored *Plan) []byte {
 		if old == nil {
 			continue
 		}
-		for k, val := range h {
-			if val != Masked || !r.IsSecretHeader(k) && !old.IsSecretHeader(k) {
+		u, _ := req["url"].(string)
+		from, to := URLOrigin(old.URL), URLOrigin(u)
+		for _, k := range sortedAnyKeys(h) {
+			if h[k] != Masked || !r.IsSecretHeader(k) && !old.IsSecretHeader(k) {
 				continue
 			}
 			for ok2, ov := range old.Headers {
 				if strings.EqualFold(ok2, k) && ov != Masked {
+					if from != to {
+						verr.add("requests["+strconv.Itoa(i)+"].headers", fmt.Sprintf(
+							"value of %q is the masked placeholder %s but the request's target changed (%s -> %s): "+
+								"enter its value again (or {{secret.NAME}})", k, Masked, from, to))
+						break
+					}
 					h[k] = ov
 					changed = true
 					if !r.IsSecretHeader(k) {
@@ -377,16 +391,55 @@ func KeepMasked(data []byte, stored *Plan) []byte {
 			}
 		}
 	}
+	if len(verr.Fields) > 0 {
+		return nil, verr
+	}
 	if !changed {
-		return data
+		return data, nil
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if enc.Encode(raw) != nil {
-		return data
+		return data, nil
 	}
-	return b.Bytes()
+	return b.Bytes(), nil
+}
+
+func sortedAnyKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// URLOrigin is the scheme://host[:port] of a URL as written (scheme and host lower-cased, any
+// user:password@ dropped), template placeholders left as they are (and a host holding one keeps
+// its case): "{{base}}/x" has the origin
+// "{{base}}". It works on the text, so it never fails; a URL without "://" is its own origin up
+// to the first /, ? or #.
+func URLOrigin(rawURL string) string {
+	u := strings.TrimSpace(rawURL)
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		scheme, rest = "", u
+	}
+	authority := rest
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		authority = rest[:j]
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		authority = authority[at+1:]
+	}
+	if !strings.Contains(authority, "{{") { // a {{variable}}'s name keeps its case
+		authority = strings.ToLower(authority)
+	}
+	if !ok {
+		return authority
+	}
+	return strings.ToLower(scheme) + "://" + authority
 }
 
 // matchRequest finds the stored request a sent one (decoded JSON, at index i) stands for: the

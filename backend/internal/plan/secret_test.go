@@ -96,7 +96,7 @@ func TestKeepMaskedRestoresStoredValues(t *testing.T) {
 	reqs[0].(map[string]any)["headers"].(map[string]any)["Cookie"] = "c=NEW"
 	reqs[1].(map[string]any)["headers"].(map[string]any)["X-Other"] = "o"
 	sent, _ := json.Marshal(raw)
-	p, err := Parse(KeepMasked(sent, stored))
+	p, err := Parse(keepMasked(t, sent, stored))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestKeepMaskedRestoresStoredValues(t *testing.T) {
 	if unmarked == string(shown) {
 		t.Fatal("fixture: secret_headers not found")
 	}
-	p2, err := Parse(KeepMasked([]byte(unmarked), stored))
+	p2, err := Parse(keepMasked(t, []byte(unmarked), stored))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestKeepMaskedRestoresStoredValues(t *testing.T) {
 	}
 	// Without a stored value (a new plan, or a header that was not stored) the placeholder is an
 	// error naming the field, never a value sent to a target.
-	_, err = Parse(KeepMasked([]byte(strings.Replace(string(shown), `"name":"a"`, `"name":"new"`, 1)), &Plan{}))
+	_, err = Parse(keepMasked(t, []byte(strings.Replace(string(shown), `"name":"a"`, `"name":"new"`, 1)), &Plan{}))
 	ve, ok := err.(*ValidationError)
 	if !ok || !strings.Contains(ve.Fields["requests[0].headers"], "masked placeholder") {
 		t.Fatalf("placeholder without a stored value: %v", err)
