@@ -252,12 +252,23 @@ func planHosts(spec []byte) []string {
 		Requests []struct {
 			URL string `json:"url"`
 		} `json:"requests"`
+		HTTP struct {
+			Hosts map[string]string `json:"hosts"`
+		} `json:"http"`
 	}
 	_ = json.Unmarshal(spec, &p)
 	hosts := []string{}
 	for _, r := range p.Requests {
 		if u, err := url.Parse(r.URL); err == nil && u.Host != "" {
 			hosts = append(hosts, u.Host)
+		}
+	}
+	// http.hosts sends requests to other addresses than their URLs name: those are targets too.
+	for name, addrs := range p.HTTP.Hosts {
+		for _, a := range strings.Split(addrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				hosts = append(hosts, name+"→"+a)
+			}
 		}
 	}
 	slices.Sort(hosts)

@@ -85,3 +85,46 @@ func TestKeepMaskedRefusesARetargetedRequest(t *testing.T) {
 		t.Fatalf("re-entered values: %v %v", err, p)
 	}
 }
+
+// http.hosts sends a request elsewhere without touching its URL: an added or changed override keeps
+// no masked value; an unchanged one (the plan edited elsewhere) keeps them.
+func TestKeepMaskedRefusesChangedHostsOverrides(t *testing.T) {
+	base, err := Parse([]byte(secretPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.HTTP.Hosts = map[string]string{"api.test": "127.0.0.1:1"}
+	spec, _ := Marshal(base)
+	stored, err := Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := MaskSpec(spec)
+	send := func(hosts any) []byte {
+		var raw map[string]any
+		_ = json.Unmarshal(shown, &raw)
+		h, _ := raw["http"].(map[string]any)
+		if hosts == nil {
+			delete(h, "hosts")
+		} else {
+			h["hosts"] = hosts
+		}
+		b, _ := json.Marshal(raw)
+		return b
+	}
+	if p, err := Parse(keepMasked(t, send(map[string]any{"api.test": "127.0.0.1:1"}), stored)); err != nil ||
+		p.Requests[0].Headers["authorization"] != "Bearer A1" {
+		t.Fatalf("unchanged hosts: %v %v", err, p)
+	}
+	for name, hosts := range map[string]any{
+		"redirected":  map[string]any{"api.test": "127.0.0.2:9"},
+		"added":       map[string]any{"api.test": "127.0.0.1:1", "127.0.0.1:1": "127.0.0.2:9"},
+		"not strings": map[string]any{"api.test": 7},
+	} {
+		out, err := KeepMasked(send(hosts), stored)
+		ve, ok := err.(*ValidationError)
+		if !ok || out != nil || !strings.Contains(ve.Fields["requests[0].headers"], "http.hosts changed") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -349,6 +349,9 @@ func KeepMasked(data []byte, stored *Plan) ([]byte, error) {
 	verr := &ValidationError{}
 	reqs, _ := raw["requests"].([]any)
 	changed := false
+	// http.hosts sends a request elsewhere without touching its URL: a changed override moves
+	// every request as much as a changed URL would.
+	overridesChanged := !sameHosts(raw, stored.HTTP.Hosts)
 	for i, e := range reqs {
 		req, ok := e.(map[string]any)
 		if !ok {
@@ -375,6 +378,12 @@ func KeepMasked(data []byte, stored *Plan) ([]byte, error) {
 						verr.add("requests["+strconv.Itoa(i)+"].headers", fmt.Sprintf(
 							"value of %q is the masked placeholder %s but the request's target changed (%s -> %s): "+
 								"enter its value again (or {{secret.NAME}})", k, Masked, from, to))
+						break
+					}
+					if overridesChanged {
+						verr.add("requests["+strconv.Itoa(i)+"].headers", fmt.Sprintf(
+							"value of %q is the masked placeholder %s but http.hosts changed, which can send the "+
+								"request elsewhere: enter its value again (or {{secret.NAME}})", k, Masked))
 						break
 					}
 					h[k] = ov
@@ -404,6 +413,23 @@ func KeepMasked(data []byte, stored *Plan) ([]byte, error) {
 		return data, nil
 	}
 	return b.Bytes(), nil
+}
+
+// sameHosts reports whether a raw plan's http.hosts equals stored (absent and empty are equal; a
+// value that is not a string is a change).
+func sameHosts(raw map[string]any, stored map[string]string) bool {
+	h, _ := raw["http"].(map[string]any)
+	hosts, _ := h["hosts"].(map[string]any)
+	if len(hosts) != len(stored) {
+		return false
+	}
+	for k, v := range hosts {
+		s, ok := v.(string)
+		if old, found := stored[k]; !ok || !found || old != s {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedAnyKeys(m map[string]any) []string {
