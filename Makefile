@@ -82,7 +82,7 @@ FUZZ_TARGETS := \
 	./backend/internal/plan:FuzzParseThreshold ./backend/internal/plan:FuzzDuration \
 	./backend/internal/plan:FuzzDataColumns ./backend/internal/engine:FuzzTemplateRender \
 	./backend/internal/engine:FuzzEngineNew ./backend/internal/api:FuzzAPI \
-	./backend/internal/api:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
+	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
 	@for t in $(FUZZ_TARGETS); do \

@@ -22,7 +22,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
-	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/target"
 	"github.com/volley-load/volley/examples"
@@ -182,12 +182,10 @@ Add an admin first, then start again (everyone then logs in):
 	}
 
 	h := hub.New(guard.CheckOrigin)
-	ss := &api.StoreSink{W: st, Log: log}
-	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
-	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	pol := targetPolicy.policy()
-	rn.SetTargetPolicy(pol)
-	as := api.New(st, rn, h, frontend.Dist(), log, api.WithGuard(guard))
+	// The runner with its sinks (the store, then the live hub) and the run service over it.
+	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol})
+	as := api.New(st, svc, h, frontend.Dist(), log, api.WithGuard(guard))
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
 	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {

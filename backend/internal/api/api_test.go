@@ -21,6 +21,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -38,7 +39,7 @@ type stackConfig struct {
 	store     *store.Store      // a store another stack opened (and closes); nil: open db
 	db        string            // the SQLite file; "": volley.db in a temporary directory
 	log       *slog.Logger      // nil: discarded
-	bufferFor time.Duration     // StoreSink.BufferFor; 0: the default
+	bufferFor time.Duration     // runs.StoreSink.BufferFor; 0: the default
 	guard     *api.Guard        // guards the handler and the websocket upgrader; nil: the default guard
 	caps      plan.Caps         // the server's caps
 	policy    *netpolicy.Policy // the target policy of the server and the runner; nil: the default
@@ -79,11 +80,8 @@ func newStack(t *testing.T, c stackConfig) *stack {
 		checkOrigin = c.guard.CheckOrigin
 	}
 	h := hub.New(checkOrigin)
-	ss := &api.StoreSink{W: st, Log: log, BufferFor: c.bufferFor}
-	rn := runner.New(log, ss, &api.HubSink{Hub: h, Log: log})
-	ss.Fail = rn.Fail
-	rn.SetTargetPolicy(c.policy)
-	s := api.New(st, rn, h, testUI, log, opts...)
+	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: c.policy, BufferFor: c.bufferFor})
+	s := api.New(st, svc, h, testUI, log, opts...)
 	s.SetCaps(c.caps)
 	s.SetTargetPolicy(c.policy)
 	var handler http.Handler

@@ -17,6 +17,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/examples"
 )
@@ -57,7 +58,7 @@ func FuzzAPI(f *testing.F) {
 	sp, _ := st.CreatePlan(ctx, p.Name, spec)
 	_, _ = st.CreateRun(ctx, sp.ID, sp.Name, spec, time.Now())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := api.New(st, fakeRunner{}, hub.New(nil), fstest.MapFS{"index.html": {Data: []byte("x")}}, log)
+	srv := api.New(st, runs.New(st, fakeRunner{}, log), hub.New(nil), fstest.MapFS{"index.html": {Data: []byte("x")}}, log)
 	srv.SetCaps(plan.Caps{MaxVUs: 1000, MaxRate: 1000, MaxDuration: time.Hour, MaxRequests: 100, MemoryBudget: 1 << 30})
 	h := srv.Handler()
 	seeds := []struct {

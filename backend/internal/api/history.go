@@ -17,16 +17,6 @@ import (
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
-// tagList is a run's tags; it is written as [] (never null) when there are none.
-type tagList []string
-
-func (t tagList) MarshalJSON() ([]byte, error) {
-	if t == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal([]string(t))
-}
-
 var runStatuses = []string{store.StatusRunning, store.StatusFinished, store.StatusStopped, store.StatusFailed, store.StatusInterrupted}
 
 func badRequest(format string, args ...any) *Error {

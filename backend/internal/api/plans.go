@@ -160,7 +160,7 @@ func (s *Server) deletePlan(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if active, ok := s.runner.Active(); ok {
+	if active, ok := s.runs.Active(); ok {
 		if r, err := s.store.GetRun(c.Request.Context(), active); err == nil && r.PlanID == id {
 			return 0, nil, errf(http.StatusConflict, "run_active", "run %d of this plan is running; stop it first", active)
 		}

@@ -1,39 +1,22 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
-// runJSON is a run as listed; runDetail adds its summary and plan.
-type runJSON struct {
-	ID        int64      `json:"id"`
-	PlanID    int64      `json:"plan_id"`
-	PlanName  string     `json:"plan_name"`
-	Status    string     `json:"status"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at"`
-	DurationS float64    `json:"duration_s"`
-	Requests  int64      `json:"requests"`
-	RPS       float64    `json:"rps"`
-	P95Ms     float64    `json:"p95_ms"`
-	ErrorRate float64    `json:"error_rate"`
-	Error     string     `json:"error"`
-	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
-	// not ended.
-	ThresholdsOK *bool   `json:"thresholds_ok"`
-	Notes        string  `json:"notes"`
-	Tags         tagList `json:"tags"`
-}
+// runJSON is a run as listed (runs.Run, also the live summary's run); runDetail adds its summary
+// and plan.
+type runJSON = runs.Run
 
 type runDetail struct {
 	runJSON
@@ -41,11 +24,7 @@ type runDetail struct {
 	Plan    json.RawMessage `json:"plan"`
 }
 
-func toRunJSON(r *store.Run) runJSON {
-	return runJSON{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
-		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
-		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags}
-}
+func toRunJSON(r *store.Run) runJSON { return runs.RunOf(r) }
 
 func toRunDetail(r *store.Run) runDetail {
 	d := runDetail{runJSON: toRunJSON(r), Summary: json.RawMessage("null"), Plan: json.RawMessage("null")}
@@ -63,39 +42,7 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, err := s.store.GetPlan(c.Request.Context(), id)
-	if err != nil {
-		return 0, nil, err
-	}
-	p, err := plan.Parse(sp.Spec)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.caps.Check(p); err != nil { // the caps may have been lowered since it was saved
-		return 0, nil, err
-	}
-	if err := s.checkTargets(p); err != nil { // the policy may have changed since the plan was saved
-		return 0, nil, err
-	}
-	if names := p.SecretNames(); len(names) > 0 {
-		if p.Secrets, err = s.store.SecretValues(c.Request.Context(), names); err != nil {
-			return 0, nil, err
-		}
-		if err := p.CheckSecrets("the secret store (PUT /api/secrets/NAME)"); err != nil {
-			return 0, nil, err
-		}
-	}
-	// The run keeps a snapshot of its plan to show later: masked, so the runs table never holds
-	// a secret header value.
-	snapshot := plan.MaskSpec(sp.Spec)
-	runID, err := s.runner.Start(p, func(started time.Time) (int64, error) {
-		r, err := s.store.CreateRun(context.WithoutCancel(c.Request.Context()), sp.ID, sp.Name, snapshot, started)
-		if err != nil {
-			return 0, err
-		}
-		s.hub.Open(r.ID)
-		return r.ID, nil
-	})
+	runID, sp, err := s.runs.Start(c.Request.Context(), id, s.checkPlan)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -105,6 +52,16 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusCreated, toRunDetail(r), nil
+}
+
+// checkPlan applies the server's limits on plans — its caps, then its target policy — to a plan
+// that starts (runs.Service.Start): the checks it passed when it was saved (readPlan, then
+// checkTargets), again, as either may have changed since.
+func (s *Server) checkPlan(p *plan.Plan) error {
+	if err := s.caps.Check(p); err != nil {
+		return err
+	}
+	return s.checkTargets(p)
 }
 
 func (s *Server) listRuns(c *gin.Context) (int, any, error) {
@@ -140,11 +97,8 @@ func (s *Server) stopRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	was, err := s.store.GetRun(c.Request.Context(), id)
+	was, err := s.runs.Stop(c.Request.Context(), id)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.runner.Stop(id); err != nil {
 		return 0, nil, err
 	}
 	s.auditRun(c, auth.ActRunStop, id, was.PlanID, was.PlanName, was.PlanSpec)
@@ -160,14 +114,12 @@ func (s *Server) deleteRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if active, ok := s.runner.Active(); ok && active == id {
-		return 0, nil, errf(http.StatusConflict, "run_active", "run %d is running; stop it first", id)
+	was, err := s.runs.Delete(c.Request.Context(), id)
+	var active *runs.ActiveError
+	if errors.As(err, &active) {
+		return 0, nil, errf(http.StatusConflict, "run_active", "%s", active.Error())
 	}
-	was, err := s.store.GetRun(c.Request.Context(), id)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.store.DeleteRun(c.Request.Context(), id); err != nil {
 		return 0, nil, err
 	}
 	s.audit(c, auth.ActRunDelete, fmt.Sprintf("run %d", id),

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
@@ -25,11 +24,9 @@ type Store interface {
 	GetPlan(ctx context.Context, id int64) (*store.Plan, error)
 	ListPlans(ctx context.Context) ([]store.Plan, error)
 	DeletePlan(ctx context.Context, id int64) error
-	CreateRun(ctx context.Context, planID int64, planName string, planSpec []byte, startedAt time.Time) (*store.Run, error)
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
 	ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int64, error)
 	Samples(ctx context.Context, runID int64) ([]store.Sample, error)
-	DeleteRun(ctx context.Context, id int64) error
 	UpdateRunMeta(ctx context.Context, id int64, notes *string, tags *[]string) (*store.Run, error)
 	PreviousRun(ctx context.Context, id int64) (*store.Run, error)
 	PlanTrend(ctx context.Context, planID int64, limit int) ([]store.Run, error)
@@ -40,19 +37,25 @@ type Store interface {
 	SecretValues(ctx context.Context, names []string) (map[string]string, error)
 }
 
-// Runner is the run lifecycle the handlers need (implemented by *runner.Runner).
-type Runner interface {
-	Start(p *plan.Plan, create func(started time.Time) (int64, error)) (int64, error)
-	Stop(id int64) error
+// Runs is the run lifecycle the handlers need (implemented by *runs.Service).
+type Runs interface {
+	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
+	Stop(ctx context.Context, id int64) (*store.Run, error)
+	Delete(ctx context.Context, id int64) (*store.Run, error)
 	Active() (int64, bool)
-	Done(id int64) <-chan struct{}
+	Stream(ctx context.Context, id int64) ([][]byte, error)
+}
+
+// Live is the live hub the websocket route needs (implemented by *hub.Hub).
+type Live interface {
+	Serve(w http.ResponseWriter, r *http.Request, runID int64, stored func() ([][]byte, error)) error
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	store  Store
-	runner Runner
-	hub    *hub.Hub
+	runs   Runs
+	hub    Live
 	ui     fs.FS
 	log    *slog.Logger
 	guard  *Guard
@@ -73,11 +76,11 @@ func WithGuard(g *Guard) Option { return func(s *Server) { s.guard = g } }
 func (s *Server) SetCaps(c plan.Caps) { s.caps = c }
 
 // New makes the API server. ui is the built SPA (may hold no index.html, then a hint is served).
-func New(st Store, rn Runner, h *hub.Hub, ui fs.FS, log *slog.Logger, opts ...Option) *Server {
+func New(st Store, rs Runs, h Live, ui fs.FS, log *slog.Logger, opts ...Option) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{store: st, runner: rn, hub: h, ui: ui, log: log, policy: netpolicy.Default()}
+	s := &Server{store: st, runs: rs, hub: h, ui: ui, log: log, policy: netpolicy.Default()}
 	for _, o := range opts {
 		o(s)
 	}

@@ -40,6 +40,7 @@ type collector struct {
 	// reused every second: no per-second histogram allocation but the encoded string
 	hist, lagHist *hdr.Histogram
 	enc           metrics.HistEncoder
+	soFar         *hdr.Histogram // the run so far, for Sample.P95SoFarMs
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -59,6 +60,7 @@ func newCollector(e *Engine) *collector {
 		cur: metrics.NewCounts(), prev: metrics.NewCounts(), delta: metrics.NewCounts(),
 		lastTick: e.start,
 		hist:     metrics.NewHist(), lagHist: metrics.NewHist(),
+		soFar:    metrics.NewHist(),
 		boundCPU: boundFraction * 100 * float64(runtime.GOMAXPROCS(0)),
 	}
 }
@@ -172,6 +174,9 @@ func (c *collector) tick(now time.Time, final bool) {
 		c.nameCur, c.namePrev = c.namePrev, c.nameCur
 	}
 	s.Hist = c.enc.Encode(d.Lat)
+	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
+	metrics.FillHist(c.soFar, c.prev.Lat)
+	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
 	c.seconds++
 	c.cpuSum += ps.CPUPercent
 	c.cpuMax = math.Max(c.cpuMax, ps.CPUPercent)

@@ -36,6 +36,11 @@ type Sample struct {
 	// Hist is this second's latency histogram (HdrHistogram V2, base64), kept for exact merges.
 	// It travels to storage, not to browsers.
 	Hist string `json:"-"`
+	// P95SoFarMs is the run's p95 latency in ms from its start to the end of this second: the
+	// percentile of every second's histogram merged, which the collector reads from its
+	// cumulative counts so that storage (the run's list columns while it runs) need not decode
+	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
+	P95SoFarMs float64 `json:"-"`
 }
 
 // ClientSummary is the load generator's own cost over a run.

@@ -12,12 +12,20 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// errSink records the status and error a run ends with; panicOn makes Sample panic at that second.
+// errSink records the status and error a run ends with; panicOn makes Sample panic at that second
+// (-1: Start panics).
 type errSink struct {
 	recSink
 	panicOn int
 	mu2     sync.Mutex
 	err     error
+}
+
+func (s *errSink) Start(id int64, started time.Time) {
+	if s.panicOn == -1 {
+		panic("sink broke at start")
+	}
+	s.recSink.Start(id, started)
 }
 
 func (s *errSink) Sample(id int64, smp *Sample) {
@@ -69,34 +77,44 @@ func TestAPanicEndsTheRunAsFailed(t *testing.T) {
 			t.Errorf("status %q, err %v", status, err)
 		}
 	})
-	t.Run("sink", func(t *testing.T) {
-		broken := &errSink{recSink: *newRecSink(0), panicOn: 1}
-		good := &errSink{recSink: *newRecSink(0)}
-		r := New(quiet(), broken, good)
-		start := time.Now()
-		if _, err := r.Start(testPlan(t, tg.URL, "1m"), func(time.Time) (int64, error) { return 2, nil }); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range []*errSink{broken, good} {
-			status, err := waitFinished(t, s)
-			if status != StatusFailed || err == nil || !strings.Contains(err.Error(), "sink broke") {
-				t.Errorf("status %q, err %v", status, err)
+	// A sink that panics in Sample (at its first second) or in Start.
+	for _, c := range []struct {
+		name    string
+		panicOn int
+		want    string
+	}{{"sink", 1, "sink broke"}, {"sink start", -1, "sink broke at start"}} {
+		t.Run(c.name, func(t *testing.T) {
+			broken := &errSink{recSink: *newRecSink(0), panicOn: c.panicOn}
+			good := &errSink{recSink: *newRecSink(0)}
+			r := New(quiet(), broken, good)
+			start := time.Now()
+			if _, err := r.Start(testPlan(t, tg.URL, "1m"), func(time.Time) (int64, error) { return 2, nil }); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("the failed run took %s to end", d)
-		}
-		// the runner is free for the next run
-		s := &errSink{recSink: *newRecSink(0)}
-		r2 := New(quiet(), s)
-		if _, err := r2.Start(testPlan(t, tg.URL, "1s"), func(time.Time) (int64, error) { return 3, nil }); err != nil {
-			t.Fatal(err)
-		}
-		if status, err := waitFinished(t, s); status != StatusFinished || err != nil {
-			t.Errorf("next run: %q %v", status, err)
-		}
-		if _, ok := r.Active(); ok {
-			t.Error("the failed run is still active")
-		}
-	})
+			for _, s := range []*errSink{broken, good} {
+				status, err := waitFinished(t, s)
+				if status != StatusFailed || err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("status %q, err %v", status, err)
+				}
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("the failed run took %s to end", d)
+			}
+			if len(broken.seconds) != 0 {
+				t.Errorf("the broken sink got seconds %v", broken.seconds)
+			}
+			// the runner is free for the next run
+			s := &errSink{recSink: *newRecSink(0)}
+			r2 := New(quiet(), s)
+			if _, err := r2.Start(testPlan(t, tg.URL, "1s"), func(time.Time) (int64, error) { return 3, nil }); err != nil {
+				t.Fatal(err)
+			}
+			if status, err := waitFinished(t, s); status != StatusFinished || err != nil {
+				t.Errorf("next run: %q %v", status, err)
+			}
+			if _, ok := r.Active(); ok {
+				t.Error("the failed run is still active")
+			}
+		})
+	}
 }

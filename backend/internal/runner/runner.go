@@ -31,11 +31,16 @@ const (
 	StatusInterrupted = "interrupted"
 )
 
-// Sink receives a run's events in order, from its own goroutine. A sink may be slow: the runner
-// buffers up to SinkBuffer events per sink and drops (and logs) beyond that rather than wait.
-// Every sink receives the same *Sample: it must not modify it. Finish reaches the sinks in the
-// order given to New, each after the previous sink's Finish has returned.
+// Sink receives a run's events in order: Start, the seconds (Sample), then Finish. Start is called
+// by Runner.Start itself, before it returns the run's id and before the engine sends load, so
+// whatever a sink opens there (the live topic) exists once a client knows the run; it must be
+// quick and must not call the Runner. The other events come from the sink's own goroutine. A sink
+// may be slow there: the runner buffers up to SinkBuffer events per sink and drops (and logs)
+// beyond that rather than wait. Every sink receives the same *Sample: it must not modify it.
+// Finish reaches the sinks in the order given to New, each after the previous sink's Finish has
+// returned; every sink whose Start was called gets it.
 type Sink interface {
+	Start(runID int64, started time.Time)
 	Sample(runID int64, s *Sample)
 	Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error)
 }
@@ -151,10 +156,22 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	r.active = a
 	drained := make([]chan struct{}, len(r.sinks))
 	for i, s := range r.sinks {
+		// A sink whose Start panics gets no seconds, only the summary, and fails the run, as a
+		// panic in Sample does (drain); r.mu is held, so the failure is recorded directly.
+		broken := false
+		if err := startSink(id, s, started); err != nil {
+			r.log.Error("run failed: panic in a sink", "run", id, "sink", i, "err", err)
+			if a.failErr == nil {
+				a.failErr = err
+				cancel()
+				r.fanOut(outs, event{failing: err}, id)
+			}
+			broken = true
+		}
 		drained[i] = make(chan struct{})
 		go func() {
 			defer close(drained[i])
-			r.drain(id, i, s, outs[i], func(err error) { r.fail(a, err) })
+			r.drain(id, i, s, outs[i], broken, func(err error) { r.fail(a, err) })
 		}()
 	}
 	r.wg.Add(1)
@@ -319,9 +336,9 @@ func (r *Runner) fanOut(outs []chan event, ev event, id int64) {
 
 // drain hands a sink its events until the run's channel closes. A panic in the sink fails the run
 // (fail) and is recovered once per panic, not per event: the sink then gets no more seconds, but
-// still the summary, so the store records the run as failed with the reason.
-func (r *Runner) drain(id int64, i int, s Sink, in <-chan event, fail func(error)) {
-	broken := false
+// still the summary, so the store records the run as failed with the reason. A sink that is
+// broken from the start (its Start panicked) gets only the summary.
+func (r *Runner) drain(id int64, i int, s Sink, in <-chan event, broken bool, fail func(error)) {
 	for {
 		err := r.drainSome(id, s, in, broken)
 		if err == nil {
@@ -331,6 +348,17 @@ func (r *Runner) drain(id int64, i int, s Sink, in <-chan event, fail func(error
 		fail(err)
 		broken = true
 	}
+}
+
+// startSink calls s.Start, returning a panic as an error.
+func startSink(id int64, s Sink, started time.Time) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error in %T: %v", s, p)
+		}
+	}()
+	s.Start(id, started)
+	return nil
 }
 
 // drainSome delivers events until the channel closes (nil) or the sink panics (the panic as an

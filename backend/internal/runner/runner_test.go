@@ -18,6 +18,9 @@ import (
 
 type recSink struct {
 	mu       sync.Mutex
+	startID  int64     // the id Start was given
+	started  time.Time // Start's time, and Finish's (finishStarted)
+	early    bool      // a second or the summary came before Start
 	seconds  []int
 	encoded  [][]byte // each second's shared JSON (when encode is set)
 	encode   bool
@@ -26,6 +29,14 @@ type recSink struct {
 	delay    time.Duration
 	finished chan struct{}
 	once     sync.Once
+
+	finishStarted time.Time
+}
+
+func (s *recSink) Start(id int64, started time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startID, s.started = id, started
 }
 
 func newRecSink(delay time.Duration) *recSink {
@@ -42,14 +53,16 @@ func (s *recSink) Sample(_ int64, smp *Sample) {
 		}
 	}
 	s.mu.Lock()
+	s.early = s.early || s.startID == 0
 	s.seconds = append(s.seconds, smp.ElapsedS)
 	s.encoded = append(s.encoded, data)
 	s.mu.Unlock()
 }
 
-func (s *recSink) Finish(_ int64, status string, _, _ time.Time, sum *metrics.Summary, _ error) {
+func (s *recSink) Finish(_ int64, status string, started, _ time.Time, sum *metrics.Summary, _ error) {
 	s.mu.Lock()
-	s.status, s.sum = status, sum
+	s.early = s.early || s.startID == 0
+	s.status, s.sum, s.finishStarted = status, sum, started
 	s.mu.Unlock()
 	s.once.Do(func() { close(s.finished) })
 }
@@ -88,6 +101,32 @@ func TestSinksGetEverySecondInOrderAndASlowSinkDoesNotBlock(t *testing.T) {
 	}
 	if _, ok := rn.Active(); ok {
 		t.Error("run still active after Done")
+	}
+}
+
+// Every sink is told the run started, with its id and start time, before Start returns the id
+// (so the live topic exists once a client knows the run) and before any second.
+func TestStartReachesEverySinkBeforeStartReturns(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	a, b := newRecSink(0), newRecSink(0)
+	rn := New(quiet(), a, b)
+	var created time.Time
+	id, err := rn.Start(testPlan(t, tg.URL, "1s"), func(started time.Time) (int64, error) { created = started; return 5, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*recSink{a, b} {
+		s.mu.Lock()
+		if s.startID != id || !s.started.Equal(created) {
+			t.Errorf("sink %d: Start(%d, %v) when Start returned; want (%d, %v)", i, s.startID, s.started, id, created)
+		}
+		s.mu.Unlock()
+	}
+	<-rn.Done(id)
+	for i, s := range []*recSink{a, b} {
+		if s.early || len(s.seconds) == 0 || !s.finishStarted.Equal(created) {
+			t.Errorf("sink %d: early %v, %d seconds, Finish's start %v (want %v)", i, s.early, len(s.seconds), s.finishStarted, created)
+		}
 	}
 }
 
@@ -213,6 +252,8 @@ type failSink struct {
 	err        error
 	finished   chan struct{}
 }
+
+func (s *failSink) Start(int64, time.Time) {}
 
 func (s *failSink) Sample(id int64, smp *Sample) {
 	s.mu.Lock()

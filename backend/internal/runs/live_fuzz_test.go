@@ -1,4 +1,4 @@
-package api
+package runs
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ func FuzzLiveMessages(f *testing.F) {
 			Type string          `json:"type"`
 			Data json.RawMessage `json:"data"`
 		}
-		sum := summaryMessage(data, runJSON{ID: 1, Status: "finished"})
+		sum := summaryMessage(data, Run{ID: 1, Status: "finished"})
 		if err := json.Unmarshal(sum, &m); err != nil || m.Type != "summary" {
 			t.Fatalf("summary message %q: %v", sum, err)
 		}

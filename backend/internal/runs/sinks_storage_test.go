@@ -1,4 +1,4 @@
-package api_test
+package runs_test
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/runner"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -62,7 +62,7 @@ func (w *flakyWriter) FinishRun(_ context.Context, _ int64, status string, _ tim
 // sinkRig drives a StoreSink with a fake clock: each second of the run advances it by 1 s, and
 // the sink's Sleep advances it by what it asks.
 type sinkRig struct {
-	sink  *api.StoreSink
+	sink  *runs.StoreSink
 	w     *flakyWriter
 	now   time.Time
 	fails []error
@@ -71,7 +71,7 @@ type sinkRig struct {
 
 func newSinkRig(w *flakyWriter) *sinkRig {
 	r := &sinkRig{w: w, now: time.Unix(1_800_000_000, 0), logs: &bytes.Buffer{}}
-	r.sink = &api.StoreSink{W: w, Log: slog.New(slog.NewTextHandler(r.logs, nil)),
+	r.sink = &runs.StoreSink{W: w, Log: slog.New(slog.NewTextHandler(r.logs, nil)),
 		BufferFor: 5 * time.Second, FinalRetryFor: 10 * time.Second,
 		Now:   func() time.Time { return r.now },
 		Sleep: func(d time.Duration) { r.now = r.now.Add(d) },
@@ -142,7 +142,7 @@ func TestStoreSinkFailsTheRunPastTheBound(t *testing.T) {
 	if len(r.fails) != 1 {
 		t.Fatalf("Fail called %d times after 5 s of failed writes, want 1", len(r.fails))
 	}
-	var se *api.StorageError
+	var se *runs.StorageError
 	if !errors.As(r.fails[0], &se) || se.First != 3 || se.Last != 8 || se.Reason != "the disk is full" || !errors.Is(se, errFull) {
 		t.Fatalf("fail error %#v", r.fails[0])
 	}

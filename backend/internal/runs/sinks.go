@@ -1,4 +1,4 @@
-package api
+package runs
 
 import (
 	"cmp"
@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
@@ -62,8 +59,9 @@ func (e *StorageError) Error() string {
 func (e *StorageError) Unwrap() error { return e.Err }
 
 // StoreSink writes every second of a run as it happens (one transaction per second, so a crash
-// loses at most the current second) and the summary at the end. It keeps the run's merged
-// histogram so the run's list columns (p95 so far) stay exact while it runs.
+// loses at most the current second) and the summary at the end. The run's list columns are kept
+// current while it runs: its totals so far, and its p95 so far as the collector hands it over
+// (metrics.Sample.P95SoFarMs; no histogram is decoded here).
 //
 // A second that cannot be written (disk full, I/O error, database locked) is kept in memory and
 // retried, in order, with every new second. When writes have failed for BufferFor, or the
@@ -85,7 +83,6 @@ type StoreSink struct {
 	Sleep func(time.Duration)
 
 	runID    int64
-	merged   *hdr.Histogram
 	requests int64
 	errors   int64
 
@@ -118,24 +115,24 @@ func (k *StoreSink) sleep(d time.Duration) {
 
 func (k *StoreSink) bufferFor() time.Duration { return cmp.Or(k.BufferFor, DefaultBufferFor) }
 
+// Start implements runner.Sink: the sink's state is the new run's.
+func (k *StoreSink) Start(runID int64, _ time.Time) { k.reset(runID) }
+
 // Sample implements runner.Sink: one transaction for the second's row and the run's totals.
 // The sample's JSON is the runner's shared encoding (the live stream sends the same bytes).
 func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
-	if k.runID != runID || k.merged == nil {
+	if k.runID != runID {
 		k.reset(runID)
 	}
 	k.requests += s.Requests
 	k.errors += s.Errors
-	if h, err := metrics.DecodeHist(s.Hist); err == nil {
-		k.merged.Merge(h)
-	}
 	data, err := s.JSON()
 	if err != nil {
 		k.Log.Error("encode sample", "run", runID, "err", err)
 		return
 	}
 	elapsed := float64(s.ElapsedS-1) + s.IntervalS
-	p := store.Progress{DurationS: elapsed, Requests: k.requests, P95Ms: metrics.Percentile(k.merged, 95)}
+	p := store.Progress{DurationS: elapsed, Requests: k.requests, P95Ms: s.P95SoFarMs}
 	if elapsed > 0 {
 		p.RPS = float64(k.requests) / elapsed
 	}
@@ -157,7 +154,7 @@ func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
 }
 
 func (k *StoreSink) reset(runID int64) {
-	k.runID, k.merged, k.requests, k.errors = runID, metrics.NewHist(), 0, 0
+	k.runID, k.requests, k.errors = runID, 0, 0
 	clear(k.pending)
 	k.pending, k.pendingBytes, k.failingSince, k.lastErr, k.failErr = k.pending[:0], 0, time.Time{}, nil, nil
 }
@@ -209,7 +206,7 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		k.reset(runID)
 	}
 	defer func() {
-		k.merged = nil
+		k.runID = 0 // a later Sample of this id (none is sent) would start afresh
 		clear(k.pending)
 		k.pending, k.pendingBytes = k.pending[:0], 0
 	}()
@@ -264,96 +261,4 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		k.Log.Warn("cannot store the end of the run; retrying", "run", runID, "err", err)
 		k.sleep(wait)
 	}
-}
-
-// HubSink publishes every second and the summary to the run's live topic, encoded once.
-type HubSink struct {
-	Hub *hub.Hub
-	Log *slog.Logger
-}
-
-// Sample implements runner.Sink: the message wraps the runner's shared encoding of the sample,
-// and the hub sends that one message to every viewer.
-func (k *HubSink) Sample(runID int64, s *runner.Sample) {
-	msg, err := sampleMessage(s.JSON())
-	if err != nil {
-		k.Log.Error("encode sample", "run", runID, "err", err)
-		return
-	}
-	k.Hub.Publish(runID, msg)
-}
-
-// Failing implements runner.FailNotifier: viewers are told at once that the run is being failed
-// and why ({"type":"error"}); the summary, with status "failed", follows when the run has ended.
-func (k *HubSink) Failing(runID int64, err error) {
-	k.Hub.Publish(runID, errorMessage(err))
-}
-
-// Finish implements runner.Sink.
-func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error) {
-	r := runJSON{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC())}
-	if runErr != nil {
-		r.Error = runErr.Error()
-	}
-	var data []byte
-	if sum != nil {
-		data, _ = json.Marshal(sum)
-		r.DurationS, r.Requests, r.RPS, r.P95Ms, r.ErrorRate = sum.DurationS, sum.Requests, sum.RPS, sum.Latency.P95, sum.ErrorRate
-		r.ThresholdsOK = thresholdsOK(sum)
-	}
-	k.Hub.Close(runID, summaryMessage(data, r))
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// thresholdsOK is nil for a run without thresholds.
-func thresholdsOK(sum *metrics.Summary) *bool {
-	if len(sum.Thresholds) == 0 {
-		return nil
-	}
-	return ptr(sum.ThresholdsOK())
-}
-
-// Live stream messages: {"type":"sample","data":…}, {"type":"error","data":{"error":…}} (the run
-// is being failed, see HubSink.Failing) and {"type":"summary","data":…,"run":…}.
-type liveMessage struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-	Run  any             `json:"run,omitempty"`
-}
-
-// sampleMessage wraps a sample's JSON (compact, as json.Marshal writes it) in the live envelope:
-// the bytes json.Marshal(liveMessage{Type: "sample", Data: data}) would give, without decoding
-// and re-encoding the sample.
-func sampleMessage(data []byte, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	const head, tail = `{"type":"sample","data":`, `}`
-	msg := make([]byte, 0, len(head)+len(data)+len(tail))
-	msg = append(msg, head...)
-	msg = append(msg, data...)
-	return append(msg, tail...), nil
-}
-
-// errorMessage is {"type":"error","data":{"error":"…"}}.
-func errorMessage(err error) []byte {
-	data, _ := json.Marshal(struct {
-		Error string `json:"error"`
-	}{err.Error()})
-	b, _ := json.Marshal(liveMessage{Type: "error", Data: data})
-	return b
-}
-
-// summaryMessage is the stream's last message. A stored summary that is not valid JSON (a damaged
-// row) is sent as null rather than making the whole message empty.
-func summaryMessage(summary []byte, run any) []byte {
-	if len(summary) == 0 || !json.Valid(summary) {
-		summary = []byte("null")
-	}
-	b, err := json.Marshal(liveMessage{Type: "summary", Data: summary, Run: run})
-	if err != nil {
-		b, _ = json.Marshal(liveMessage{Type: "summary", Data: json.RawMessage("null")})
-	}
-	return b
 }
