@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/volley-load/volley/backend/internal/metrics"
-	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/report"
 )
 
@@ -37,45 +34,13 @@ func (s *Server) buildReport(c *gin.Context) (int, []byte, string, string, error
 	if !slices.Contains(report.Formats, format) {
 		return 0, nil, "", "", badRequest("format must be one of %s", strings.Join(report.Formats, ", "))
 	}
-	ctx := c.Request.Context()
-	r, err := s.store.GetRun(ctx, id)
+	rep, err := s.runs.Report(c.Request.Context(), id)
 	if err != nil {
 		return 0, nil, "", "", err
-	}
-	smps, err := s.store.Samples(ctx, id)
-	if err != nil {
-		return 0, nil, "", "", err
-	}
-	rep := report.Report{
-		Run: struct {
-			runJSON
-			Plan json.RawMessage `json:"plan"`
-		}{toRunJSON(r), orNull(plan.MaskSpec(r.PlanSpec))},
-		Meta: report.Meta{RunID: r.ID, PlanName: r.PlanName, Status: r.Status, StartedAt: &r.StartedAt,
-			EndedAt: r.EndedAt, Notes: r.Notes, Tags: r.Tags, Error: r.Error},
-		Samples: make([]metrics.Sample, len(smps)),
-	}
-	if len(r.Summary) > 0 {
-		rep.Summary = &metrics.Summary{}
-		if err := json.Unmarshal(r.Summary, rep.Summary); err != nil {
-			return 0, nil, "", "", fmt.Errorf("run %d: summary: %w", id, err)
-		}
-	}
-	for i, smp := range smps {
-		if err := json.Unmarshal(smp.Data, &rep.Samples[i]); err != nil {
-			return 0, nil, "", "", fmt.Errorf("run %d: second %d: %w", id, smp.Second, err)
-		}
 	}
 	var buf bytes.Buffer
 	if err := report.Write(&buf, format, rep); err != nil {
 		return 0, nil, "", "", err
 	}
 	return http.StatusOK, buf.Bytes(), report.Filename(id, format), report.MediaTypes[format], nil
-}
-
-func orNull(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }

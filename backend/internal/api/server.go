@@ -14,6 +14,8 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/report"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -26,11 +28,9 @@ type Store interface {
 	DeletePlan(ctx context.Context, id int64) error
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
 	ListRuns(ctx context.Context, f store.RunFilter) ([]store.Run, int64, error)
-	Samples(ctx context.Context, runID int64) ([]store.Sample, error)
 	UpdateRunMeta(ctx context.Context, id int64, notes *string, tags *[]string) (*store.Run, error)
 	PreviousRun(ctx context.Context, id int64) (*store.Run, error)
 	PlanTrend(ctx context.Context, planID int64, limit int) ([]store.Run, error)
-	RunHistogram(ctx context.Context, runID int64) ([]byte, error)
 	ListSecrets(ctx context.Context) ([]store.SecretInfo, error)
 	PutSecret(ctx context.Context, name, value string) (*store.SecretInfo, bool, error)
 	DeleteSecret(ctx context.Context, name string) error
@@ -44,6 +44,11 @@ type Runs interface {
 	Delete(ctx context.Context, id int64) (*store.Run, error)
 	Active() (int64, bool)
 	Stream(ctx context.Context, id int64) ([][]byte, error)
+	// The reads that compute from a stored run.
+	Seconds(ctx context.Context, id int64, points int) (runs.Seconds, error)
+	Distribution(ctx context.Context, id int64) (runs.Distribution, error)
+	Compare(ctx context.Context, ids []int64, base, points int) (runs.Comparison, error)
+	Report(ctx context.Context, id int64) (report.Report, error)
 }
 
 // Live is the live hub the websocket route needs (implemented by *hub.Hub).

@@ -28,6 +28,7 @@ type Store interface {
 	CreateRun(ctx context.Context, planID int64, planName string, planSpec []byte, startedAt time.Time) (*store.Run, error)
 	GetRun(ctx context.Context, id int64) (*store.Run, error)
 	Samples(ctx context.Context, runID int64) ([]store.Sample, error)
+	RunHistogram(ctx context.Context, runID int64) ([]byte, error)
 	DeleteRun(ctx context.Context, id int64) error
 }
 
