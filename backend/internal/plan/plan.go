@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -298,8 +299,6 @@ func (p *Plan) Defaults() {
 	}
 }
 
-var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
-
 // Validate checks a plan whose defaults are filled and returns a *ValidationError with every problem.
 func (p *Plan) Validate() error {
 	v := &ValidationError{}
@@ -317,8 +316,8 @@ func (p *Plan) Validate() error {
 			break // validateBounds named the count
 		}
 		f := "requests[" + strconv.Itoa(i) + "]."
-		if !methods[r.Method] {
-			v.add(f+"method", fmt.Sprintf("%q is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS", r.Method))
+		if !slices.Contains(Methods, r.Method) {
+			v.add(f+"method", fmt.Sprintf("%q is not one of %s", r.Method, oneOf(Methods)))
 		}
 		if msg := checkURL(r.URL); msg != "" {
 			v.add(f+"url", msg)
