@@ -184,8 +184,8 @@ func TestPerNameCapHolds(t *testing.T) {
 // At a rate where millions of iterations round to the same nanosecond, the wakeup search is
 // bounded (it once walked them all, and a stop waited for it).
 func TestNextWakeupIsBoundedAtAbsurdRates(t *testing.T) {
-	e := &Engine{endAt: time.Hour}
-	e.sched = newSchedule(float64(math.MaxInt64), []plan.Stage{{Duration: plan.Duration(time.Hour), Target: math.MaxInt64}}, time.Second)
+	e := &arrival{e: &Engine{endAt: time.Hour},
+		sched: newSchedule(float64(math.MaxInt64), []plan.Stage{{Duration: plan.Duration(time.Hour), Target: math.MaxInt64}}, time.Second)}
 	start := time.Now()
 	for i := range 1000 {
 		now := time.Duration(i) * time.Millisecond

@@ -63,15 +63,7 @@ type Engine struct {
 	vusMu sync.Mutex
 	vus   []*vu
 
-	// closed models with a VU profile (ramping-vus, concurrency-sweep)
-	prof profile
-	// shared-iterations: iterations claimed so far; arrival-rate: next iteration index
-	next atomic.Int64
-	// arrival-rate executors
-	sched   schedule
-	pool    atomic.Int64 // VUs spawned
-	waiting atomic.Int64 // VUs holding a claimed, not yet due iteration
-	maxVUs  int64
+	exec executor // the load model's run (executors.go, executor_*.go)
 
 	names *metrics.NameSet // per-name statistics; nil when the plan has one request name
 
@@ -87,7 +79,6 @@ type Engine struct {
 
 	connectTimeout time.Duration
 	policy         *netpolicy.Policy // checked at every dial (conn.go)
-	stopWakeups    func()            // open models: precise timer wakeups (wakeup_linux.go)
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -231,6 +222,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		}
 		e.thresholds = append(e.thresholds, tr)
 	}
+	e.exec = builders[p.Load.Executor](e) // Validate accepted only registered executors
 	return e, nil
 }
 
@@ -414,8 +406,8 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 		e.vusMu.Unlock()
 	}
 	endTime := time.Now()
-	if e.stopWakeups != nil {
-		e.stopWakeups()
+	if f, ok := e.exec.(finisher); ok {
+		f.finish()
 	}
 	close(colStop)
 	<-colDone
@@ -434,48 +426,13 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 func (e *Engine) launchGuarded(ctx context.Context) {
 	defer e.recoverIn("executor", -1)
 	testPoint("executor", -1)
-	e.launch(ctx)
+	e.exec.launch(ctx)
 }
 
 // finishGuarded builds the summary; nil when that panicked (the run has then failed).
 func (e *Engine) finishGuarded(col *collector, end, sendEnd time.Time) (sum *metrics.Summary) {
 	defer e.recoverIn("collector", -1)
 	return col.finish(end, sendEnd)
-}
-
-// launch starts the executor's first VUs. It gives up spawning when ctx is done or the run fails,
-// so that a stop during the start of a plan with many VUs is not held up by it.
-func (e *Engine) launch(ctx context.Context) {
-	l := e.p.Load
-	switch l.Executor {
-	case plan.ConstantVUs, plan.PerVUIterations, plan.SharedIterations:
-		for i := 0; i < l.VUs && !e.stopping(ctx, i); i++ {
-			e.spawn((*vu).closedLoop)
-		}
-	case plan.RampingVUs, plan.ConcurrencySweep:
-		if l.Executor == plan.RampingVUs {
-			e.prof = rampProfile(l.StartVUs, l.Stages)
-		} else {
-			e.prof = stepProfile(l.Levels, l.StepDuration.D())
-		}
-		for i := 0; i < e.prof.peak() && !e.stopping(ctx, i); i++ {
-			e.spawn((*vu).profileLoop)
-		}
-	case plan.ConstantArrivalRate, plan.RampingArrivalRate:
-		stages := l.Stages
-		start := l.StartRate
-		if l.Executor == plan.ConstantArrivalRate {
-			stages = []plan.Stage{{Duration: l.Duration, Target: l.Rate}}
-			start = l.Rate
-		}
-		e.sched = newSchedule(float64(start), stages, l.TimeUnit.D())
-		e.maxVUs = int64(max(l.MaxVUs, l.PreAllocatedVUs))
-		e.stopWakeups = startWakeups(e.nextWakeup, e.now, e.recoverWakeups)
-		for i := 0; i < l.PreAllocatedVUs && !e.stopping(ctx, i); i++ {
-			e.pool.Add(1)
-			e.spawn((*vu).openLoop)
-		}
-	}
 }
 
 // stopping reports, every 256 VUs started, whether the run is being stopped.

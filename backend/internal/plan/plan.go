@@ -188,6 +188,9 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("invalid plan (%d problem(s)): %s", len(keys), strings.Join(parts, "; "))
 }
 
+// Add records a problem of a field; a second problem of the same field is appended after "; ".
+func (e *ValidationError) Add(field, msg string) { e.add(field, msg) }
+
 func (e *ValidationError) add(field, msg string) {
 	if e.Fields == nil {
 		e.Fields = map[string]string{}
