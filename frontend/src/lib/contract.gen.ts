@@ -23,7 +23,7 @@ export interface LoadFieldInfo {
   required: boolean;
   /** What the server fills in when the field is left out (a duration as text); null: nothing. */
   default: number | string | readonly number[] | null;
-  /** The locale key of the field's help. */
+  /** The locale key of the field's label. */
   helpKey: string;
 }
 
