@@ -36,7 +36,7 @@ func BenchmarkEngineRequest(b *testing.B) {
 			p := &plan.Plan{Name: "bench", Requests: []plan.Request{{URL: url}},
 				Load: plan.Load{Executor: plan.PerVUIterations, VUs: vus, Iterations: iters}}
 			p.Defaults()
-			e, err := New(p, Options{})
+			e, err := newEngine(p, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
