@@ -9,8 +9,14 @@
 // Hot path (per request): no lock shared between VUs, no heap allocation, no channel operation.
 // Each VU owns its connection per address (client.go: fasthttp's request writer and response
 // parser, no pool), so VU i holds exactly one keep-alive connection, as in wrk and k6; also its
-// prepared requests, one response object and one timeout timer (deadline.go). Executors are in
-// executors.go (closed models) and arrival.go (open models).
+// prepared requests, one response object and one timeout timer (deadline.go).
+//
+// New takes a plan compiled by plan.Compile and neither validates nor parses it again. Each
+// executor lives in one file, executor_NAME.go, whose init registers it with package plan (fields,
+// defaults, validation, length, peak VUs, model: plan.RegisterExecutor) and with the engine (its
+// run state and launch): importing this package is what makes plan.Parse know the built-in
+// executors. What several executors share is in executors.go (closed models) and arrival.go (open
+// models).
 package engine
 
 import (
