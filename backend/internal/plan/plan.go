@@ -3,7 +3,13 @@
 //
 // A plan is decoded with Parse, which fills defaults and returns every problem at once as a
 // *ValidationError keyed by field path ("requests[0].url", "load.vus"). Parse also rejects
-// unknown fields, naming each one. The package imports only the standard library.
+// unknown fields, naming each one. Compile turns a plan into the compiled form a run takes
+// (Compiled: thresholds, think times, templates, checks, extraction rules and data rows worked
+// out once).
+//
+// The executors are not defined here: each registers itself (RegisterExecutor, executor.go) from
+// package engine's executor_NAME.go files, so a program that parses plans imports package engine
+// (a blank import will do). The package imports only the standard library.
 package plan
 
 import (
