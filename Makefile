@@ -33,7 +33,7 @@ UI_OUT    := $(UI_DIR)/dist/index.html
 UI_INPUTS := $(shell find $(UI_DIR)/src $(UI_DIR)/public $(UI_DIR)/scripts -type f 2>/dev/null) \
              $(wildcard $(UI_DIR)/index.html $(UI_DIR)/*.config.* $(UI_DIR)/tsconfig*.json $(UI_DIR)/package.json)
 
-.PHONY: help run build ui ui-deps test test-short fuzz check bench clean FORCE
+.PHONY: help run build ui ui-deps contract test test-short fuzz check bench clean FORCE
 
 help: ## List the targets (default)
 	@echo "Volley — make targets:"
@@ -59,6 +59,9 @@ $(UI_OUT): $(UI_STAMP) $(UI_INPUTS)
 	$(NPM) --prefix $(UI_DIR) run build
 	@test -s $@ || { echo "make: the UI build did not produce $@" >&2; exit 1; }
 	@touch $@
+
+contract: ## Regenerate frontend/src/lib/contract.gen.ts (executors, vocabularies, wire types) from the Go code
+	$(GO) generate ./backend/internal/contract
 
 # Always handed to go build: its cache decides what to rebuild and skips an up-to-date binary.
 $(BIN): $(UI_OUT) FORCE

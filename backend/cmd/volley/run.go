@@ -99,7 +99,11 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	defer stop()
 	total := p.Load.Length()
 	var cum int64
-	e, err := engine.New(p, engine.Options{Policy: targetPolicy.policy(), OnSample: func(s metrics.Sample) {
+	compiled, err := plan.Compile(p)
+	if err != nil {
+		return err
+	}
+	e, err := engine.New(compiled, engine.Options{Policy: targetPolicy.policy(), OnSample: func(s metrics.Sample) {
 		cum += s.Requests
 		runReport.add(s)
 		if !quiet {

@@ -1,8 +1,15 @@
 package engine
 
 import (
+	"context"
+	"sync/atomic"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
+
+// What the open-model (arrival-rate) executors share: their run state and VU loop (arrival), and
+// the plan-side rules of their VU pool (pre_allocated_vus, max_vus).
 
 // dropTolerance is how late an open-model iteration may be claimed and still run: an iteration no
 // VU could take within this time of its scheduled start found no free VU, and is counted as a
@@ -13,20 +20,55 @@ const dropTolerance = 10 * time.Millisecond
 // 1/wakeupGap the iterations due within one gap start together, at most wakeupGap late.
 const wakeupGap = 500 * time.Microsecond
 
-// openLoop runs the arrival-rate executors (open model). Iterations are numbered; iteration i is
-// due at start + schedule(i) whatever the target does. Each free VU claims the next number (one
-// atomic add), sleeps until it is due, and runs it; latency is measured from the due time, so a
-// stalled target shows up in the percentiles (coordinated omission corrected) while the service
-// time (actual send → last byte) is kept beside it. When the last waiting VU starts work, another
-// VU is added, up to max_vus, so that a VU is free for the next arrival.
-func (v *vu) openLoop() {
+// arrival is the run state of an open model: iterations are numbered, and iteration i is due at
+// start + sched.at(i) whatever the target does.
+type arrival struct {
+	e            *Engine
+	sched        schedule
+	preAllocated int
+	maxVUs       int64
+	next         atomic.Int64 // the next iteration number to claim
+	pool         atomic.Int64 // VUs spawned
+	waiting      atomic.Int64 // VUs holding a claimed, not yet due iteration
+	stopWakeups  func()       // precise timer wakeups (wakeup_linux.go)
+}
+
+// newArrival prepares an open model's run over sched with the plan's VU pool.
+func newArrival(e *Engine, sched schedule) *arrival {
+	l := &e.p.Load
+	return &arrival{e: e, sched: sched, preAllocated: l.PreAllocatedVUs, maxVUs: int64(max(l.MaxVUs, l.PreAllocatedVUs))}
+}
+
+func (a *arrival) launch(ctx context.Context) {
+	e := a.e
+	a.stopWakeups = startWakeups(a.nextWakeup, e.now, e.recoverWakeups)
+	for i := 0; i < a.preAllocated && !e.stopping(ctx, i); i++ {
+		a.pool.Add(1)
+		e.spawn(a.loop)
+	}
+}
+
+func (a *arrival) finish() {
+	if a.stopWakeups != nil {
+		a.stopWakeups()
+	}
+}
+
+func (a *arrival) allocatedVUs() int64 { return a.pool.Load() }
+
+// loop runs one VU of the pool. Each free VU claims the next iteration number (one atomic add),
+// sleeps until it is due, and runs it; latency is measured from the due time, so a stalled target
+// shows up in the percentiles (coordinated omission corrected) while the service time (actual
+// send → last byte) is kept beside it. When the last waiting VU starts work, another VU is added,
+// up to max_vus, so that a VU is free for the next arrival.
+func (a *arrival) loop(v *vu) {
 	e := v.e
 	for {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
 		}
-		i := e.next.Add(1) - 1
-		off, ok := e.sched.at(i)
+		i := a.next.Add(1) - 1
+		off, ok := a.sched.at(i)
 		if !ok {
 			return
 		}
@@ -36,14 +78,14 @@ func (v *vu) openLoop() {
 		}
 		now := e.now()
 		if wait := due - now; wait > 0 {
-			e.waiting.Add(1)
+			a.waiting.Add(1)
 			for wait > 0 && !e.stop.Load() {
 				time.Sleep(min(wait, parkStep))
 				now = e.now()
 				wait = due - now
 			}
-			if e.waiting.Add(-1) == 0 {
-				e.grow()
+			if a.waiting.Add(-1) == 0 {
+				a.grow()
 			}
 			if e.stop.Load() {
 				return
@@ -51,41 +93,42 @@ func (v *vu) openLoop() {
 		} else if -wait > dropTolerance {
 			e.rec.Dropped()
 			continue
-		} else if e.waiting.Load() == 0 {
-			e.grow()
+		} else if a.waiting.Load() == 0 {
+			a.grow()
 		}
 		v.shard.Lag((now - due).Microseconds())
 		v.iteration(due, now)
 	}
 }
 
-// grow adds one VU to an open-model pool unless it has max_vus already.
-func (e *Engine) grow() {
+// grow adds one VU to the pool unless it has max_vus already.
+func (a *arrival) grow() {
 	for {
-		n := e.pool.Load()
-		if n >= e.maxVUs {
+		n := a.pool.Load()
+		if n >= a.maxVUs {
 			return
 		}
-		if e.pool.CompareAndSwap(n, n+1) {
-			e.spawn((*vu).openLoop)
+		if a.pool.CompareAndSwap(n, n+1) {
+			a.e.spawn(a.loop)
 			return
 		}
 	}
 }
 
-// nextWakeup is the open model's wakeup plan for startWakeups: the due time of the first iteration
-// due after now, but no sooner than wakeupGap from now; false after the last iteration.
+// nextWakeup is the wakeup plan for startWakeups: the due time of the first iteration due after
+// now, but no sooner than wakeupGap from now; false after the last iteration.
 //
 // The search looks at a bounded number of iterations: at rates where more than that fall within
 // one nanosecond of rounding, it wakes after wakeupGap instead of walking them all (a stop must
 // never wait for this loop).
-func (e *Engine) nextWakeup(now time.Duration) (time.Duration, bool) {
+func (a *arrival) nextWakeup(now time.Duration) (time.Duration, bool) {
+	e := a.e
 	if e.stop.Load() {
 		return 0, false
 	}
-	j := e.sched.index(now)
+	j := a.sched.index(now)
 	for range 1024 {
-		t, ok := e.sched.at(j)
+		t, ok := a.sched.at(j)
 		if !ok || t >= e.endAt {
 			return 0, false
 		}
@@ -95,4 +138,27 @@ func (e *Engine) nextWakeup(now time.Duration) (time.Duration, bool) {
 		j++
 	}
 	return now + wakeupGap, true
+}
+
+// Plan-side rules of the open models' VU pool.
+
+// arrivalDefaults: max_vus defaults to pre_allocated_vus.
+func arrivalDefaults(l *plan.Load) {
+	if l.MaxVUs == 0 {
+		l.MaxVUs = l.PreAllocatedVUs
+	}
+}
+
+func arrivalPeakVUs(l *plan.Load) int { return max(l.MaxVUs, l.PreAllocatedVUs) }
+
+func arrivalVUsField(l *plan.Load) string {
+	if l.MaxVUs > l.PreAllocatedVUs {
+		return "load.max_vus"
+	}
+	return "load.pre_allocated_vus"
+}
+
+// perSecond converts iterations per time_unit to iterations per second.
+func perSecond(n int, l *plan.Load) float64 {
+	return float64(n) * (float64(time.Second) / float64(l.TimeUnit))
 }

@@ -27,7 +27,8 @@ func benchTarget(b *testing.B) string {
 }
 
 // BenchmarkEngineRequest runs b.N requests through the whole engine (VU loop, fasthttp client,
-// classification, recording) and reports heap allocations per request.
+// classification, recording) and reports heap allocations per request and the process's CPU time
+// per request (the engine's and the in-process target's).
 func BenchmarkEngineRequest(b *testing.B) {
 	for _, vus := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("vus=%d", vus), func(b *testing.B) {
@@ -36,15 +37,17 @@ func BenchmarkEngineRequest(b *testing.B) {
 			p := &plan.Plan{Name: "bench", Requests: []plan.Request{{URL: url}},
 				Load: plan.Load{Executor: plan.PerVUIterations, VUs: vus, Iterations: iters}}
 			p.Defaults()
-			e, err := New(p, Options{})
+			e, err := newEngine(p, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
+			cpu := processCPU()
 			b.ResetTimer()
 			sum, err := e.Run(context.Background())
 			b.StopTimer()
+			cpu = processCPU() - cpu
 			runtime.ReadMemStats(&after)
 			if err != nil || sum.Errors != 0 {
 				b.Fatalf("run: %v, errors %v", err, sum.ErrorKinds)
@@ -52,6 +55,7 @@ func BenchmarkEngineRequest(b *testing.B) {
 			n := float64(sum.Requests)
 			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
 			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/req")
+			b.ReportMetric(float64(cpu)/1e3/n, "cpu-µs/req")
 		})
 	}
 }

@@ -21,7 +21,7 @@ import (
 // return once cancelled.
 func runFor(t *testing.T, p *plan.Plan, after time.Duration) (*metrics.Summary, error, time.Duration) {
 	t.Helper()
-	e, err := New(p, Options{})
+	e, err := newEngine(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestRandomIntAtTheInt64Bounds(t *testing.T) {
 	v := &vu{e: &Engine{start: time.Now()}}
 	for _, c := range []struct{ a, b int64 }{{math.MinInt64, math.MaxInt64}, {math.MinInt64, 0}, {-1, math.MaxInt64},
 		{-plan.MaxRandomInt, plan.MaxRandomInt}, {5, 5}, {-3, 3}} {
-		tm := tmpl{{kind: partRandInt, a: c.a, b: c.b}}
+		tm := tmpl{{Kind: plan.PartRandInt, A: c.a, B: c.b}}
 		var buf []byte
 		for range 1000 {
 			buf = tm.render(buf[:0], v)
@@ -167,7 +167,7 @@ func TestPerNameCapHolds(t *testing.T) {
 			reqs = append(reqs, fmt.Sprintf(`{"name":"r%d","url":"http://127.0.0.1:9/%d"}`, i, i))
 		}
 		p := mustPlan(t, `{"name":"names","requests":[`+strings.Join(reqs, ",")+`],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`)
-		e, err := New(p, Options{})
+		e, err := newEngine(p, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,8 +184,8 @@ func TestPerNameCapHolds(t *testing.T) {
 // At a rate where millions of iterations round to the same nanosecond, the wakeup search is
 // bounded (it once walked them all, and a stop waited for it).
 func TestNextWakeupIsBoundedAtAbsurdRates(t *testing.T) {
-	e := &Engine{endAt: time.Hour}
-	e.sched = newSchedule(float64(math.MaxInt64), []plan.Stage{{Duration: plan.Duration(time.Hour), Target: math.MaxInt64}}, time.Second)
+	e := &arrival{e: &Engine{endAt: time.Hour},
+		sched: newSchedule(float64(math.MaxInt64), []plan.Stage{{Duration: plan.Duration(time.Hour), Target: math.MaxInt64}}, time.Second)}
 	start := time.Now()
 	for i := range 1000 {
 		now := time.Duration(i) * time.Millisecond

@@ -94,7 +94,7 @@ func TestPreSerializedRequestReachesTheTarget(t *testing.T) {
 			"headers":{"Host":"api.example","X-Test":"yes","Content-Type":"application/json"},"body":"{\"a\":1}"}],
 			"load":{"executor":"constant-arrival-rate","rate":20,"duration":"1s","pre_allocated_vus":2,"max_vus":4},
 			"http":{"keep_alive":%v}}`, tg.URL, keepAlive))
-		e, err := New(p, Options{})
+		e, err := newEngine(p, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,8 +96,8 @@ func (c *collector) loop(stop <-chan struct{}) {
 // activeVUs is the VUs running iterations (closed models) or the VUs allocated to the arrival
 // schedule, busy or waiting for their next arrival (open models), as k6 reports them.
 func (c *collector) activeVUs() int64 {
-	if c.e.maxVUs > 0 {
-		return c.e.pool.Load()
+	if p, ok := c.e.exec.(vuPool); ok {
+		return p.allocatedVUs()
 	}
 	return c.e.rec.ActiveVUs()
 }

@@ -9,8 +9,14 @@
 // Hot path (per request): no lock shared between VUs, no heap allocation, no channel operation.
 // Each VU owns its connection per address (client.go: fasthttp's request writer and response
 // parser, no pool), so VU i holds exactly one keep-alive connection, as in wrk and k6; also its
-// prepared requests, one response object and one timeout timer (deadline.go). Executors are in
-// executors.go (closed models) and arrival.go (open models).
+// prepared requests, one response object and one timeout timer (deadline.go).
+//
+// New takes a plan compiled by plan.Compile and neither validates nor parses it again. Each
+// executor lives in one file, executor_NAME.go, whose init registers it with package plan (fields,
+// defaults, validation, length, peak VUs, model: plan.RegisterExecutor) and with the engine (its
+// run state and launch): importing this package is what makes plan.Parse know the built-in
+// executors. What several executors share is in executors.go (closed models) and arrival.go (open
+// models).
 package engine
 
 import (
@@ -18,8 +24,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/url"
-	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -63,15 +67,7 @@ type Engine struct {
 	vusMu sync.Mutex
 	vus   []*vu
 
-	// closed models with a VU profile (ramping-vus, concurrency-sweep)
-	prof profile
-	// shared-iterations: iterations claimed so far; arrival-rate: next iteration index
-	next atomic.Int64
-	// arrival-rate executors
-	sched   schedule
-	pool    atomic.Int64 // VUs spawned
-	waiting atomic.Int64 // VUs holding a claimed, not yet due iteration
-	maxVUs  int64
+	exec executor // the load model's run (executors.go, executor_*.go)
 
 	names *metrics.NameSet // per-name statistics; nil when the plan has one request name
 
@@ -87,7 +83,6 @@ type Engine struct {
 
 	connectTimeout time.Duration
 	policy         *netpolicy.Policy // checked at every dial (conn.go)
-	stopWakeups    func()            // open models: precise timer wakeups (wakeup_linux.go)
 
 	abortCh   chan struct{}
 	abortOnce sync.Once
@@ -123,11 +118,11 @@ type hdrTmpl struct {
 	t    tmpl
 }
 
-// New prepares an engine for p, which must have passed plan.Parse or Validate.
-func New(p *plan.Plan, opts Options) (*Engine, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
+// New prepares an engine for a compiled plan (plan.Compile), taken as it is: nothing is validated
+// or parsed again. It binds the plan's {{secret.NAME}} references to c.Plan.Secrets: a missing
+// value is a *plan.ValidationError naming the field (CheckSecrets).
+func New(c *plan.Compiled, opts Options) (*Engine, error) {
+	p := c.Plan
 	if err := p.CheckSecrets("the plan's secret values"); err != nil {
 		return nil, err
 	}
@@ -141,42 +136,13 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		opts.Policy = netpolicy.Default()
 	}
 	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
-		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})}}
-	vs := &vars{data: map[string]int{}, extract: map[string]int{}, secrets: p.Secrets}
-	if d := p.Data; d != nil {
-		header, rows, err := d.Columns()
-		if err != nil {
-			return nil, fmt.Errorf("data: %w", err)
-		}
-		for i, h := range header {
-			vs.data[h] = i
-		}
-		for _, row := range rows {
-			r := make([][]byte, len(header))
-			for i := range r {
-				if i < len(row) {
-					r[i] = []byte(row[i])
-				}
-			}
-			e.rows = append(e.rows, r)
-		}
-	}
-	for _, r := range p.Requests {
-		for _, x := range r.Extract {
-			if _, ok := vs.extract[x.Var]; !ok {
-				vs.extract[x.Var] = len(vs.extract)
-			}
-		}
-	}
-	e.extractSlots = len(vs.extract)
+		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})},
+		rows: c.Rows, extractSlots: c.ExtractSlots}
 	sum := 0
 	var names []string
 	index := map[string]int{}
-	for _, r := range p.Requests {
-		s, err := e.spec(r)
-		if err != nil {
-			return nil, err
-		}
+	for i, r := range p.Requests {
+		s := e.spec(r, &c.Requests[i])
 		j, ok := index[r.Name]
 		if !ok {
 			if len(names) >= metrics.MaxNames-1 { // the last slot is the shared "(other)"
@@ -192,7 +158,7 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 			}
 		}
 		s.name = j
-		if err := e.compileScenario(&s, r, vs); err != nil {
+		if err := e.bindScenario(&s, r, &c.Requests[i]); err != nil {
 			return nil, fmt.Errorf("request %q: %w", r.Name, err)
 		}
 		e.reqs = append(e.reqs, s)
@@ -216,12 +182,8 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 	for i := range e.checkCounts {
 		e.checkCounts[i] = make([]checkCount, len(e.checks))
 	}
-	for _, t := range p.Thresholds {
-		rule, err := plan.ParseThreshold(t.Expr)
-		if err != nil {
-			return nil, err
-		}
-		tr := thresholdRule{rule: rule, label: t.Label(), name: -1, abort: t.AbortOnFail}
+	for i, t := range p.Thresholds {
+		tr := thresholdRule{rule: c.Thresholds[i], label: t.Label(), name: -1, abort: t.AbortOnFail}
 		if t.Request != "" && e.names != nil {
 			for j, n := range e.names.Names {
 				if n == t.Request {
@@ -231,13 +193,16 @@ func New(p *plan.Plan, opts Options) (*Engine, error) {
 		}
 		e.thresholds = append(e.thresholds, tr)
 	}
+	e.exec = builders[p.Load.Executor](e) // Compile accepted only registered executors
 	return e, nil
 }
 
-// compileScenario compiles a request's templates, checks, extraction rules and think time.
-func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
+// bindScenario takes a request's compiled templates, checks and extraction rules, binding the
+// templates' secrets.
+func (e *Engine) bindScenario(s *reqSpec, r plan.Request, cr *plan.CompiledRequest) error {
+	secrets := e.p.Secrets
 	var err error
-	if s.urlT, err = vs.compile(r.URL); err != nil {
+	if s.urlT, err = bind(cr.URL, secrets); err != nil {
 		return err
 	}
 	// A template of literal text and {{secret.NAME}} values only is static: the value goes into
@@ -245,76 +210,54 @@ func (e *Engine) compileScenario(s *reqSpec, r plan.Request, vs *vars) error {
 	if lit, ok := s.urlT.literal(); ok && s.urlT != nil {
 		s.r.URL, s.urlT = lit, nil
 	}
-	if s.bodyT, err = vs.compile(r.Body); err != nil {
+	if s.bodyT, err = bind(cr.Body, secrets); err != nil {
 		return err
 	}
 	if lit, ok := s.bodyT.literal(); ok && s.bodyT != nil {
 		s.r.Body, s.bodyT = lit, nil
 	}
 	cloned := false
-	for k, val := range r.Headers {
-		t, err := vs.compile(val)
+	for _, h := range cr.Headers {
+		if h.Secret {
+			s.strip = append(s.strip, h.Name)
+		}
+		t, err := bind(h.Value, secrets)
 		if err != nil {
 			return err
-		}
-		if r.IsSecretHeader(k) || refersToSecret(val) {
-			s.strip = append(s.strip, k)
 		}
 		if lit, ok := t.literal(); ok && t != nil {
 			if !cloned {
 				s.r.Headers, cloned = maps.Clone(r.Headers), true
 			}
-			s.r.Headers[k] = lit
+			s.r.Headers[h.Name] = lit
 			continue
 		}
 		if t != nil {
-			s.hdrT = append(s.hdrT, hdrTmpl{name: k, t: t})
+			s.hdrT = append(s.hdrT, hdrTmpl{name: h.Name, t: t})
 		}
 	}
-	for _, c := range r.Checks {
-		k := compileCheck(c)
-		k.index = len(e.checks)
-		e.checks = append(e.checks, checkInfo{request: r.Name, desc: describe(c)})
-		s.checks = append(s.checks, k)
-		if c.Type == "body" || c.Type == "json" {
-			s.keepBody = true
-		}
+	for _, k := range cr.Checks {
+		s.checks = append(s.checks, check{CompiledCheck: k, index: len(e.checks)})
+		e.checks = append(e.checks, checkInfo{request: r.Name, desc: k.Desc})
 	}
-	for _, x := range r.Extract {
-		k := extract{from: x.From, path: x.Path, name: []byte(x.Name), slot: vs.extract[x.Var]}
-		if x.From == "regex" {
-			if k.re, err = regexp.Compile(x.Pattern); err != nil {
-				return err
-			}
-		}
-		if x.From != "header" {
-			s.keepBody = true
-		}
-		s.extracts = append(s.extracts, k)
+	for _, x := range cr.Extracts {
+		s.extracts = append(s.extracts, extract(x))
 	}
-	think := r.ThinkTime
-	if think == "" {
-		think = e.p.ThinkTime
-	}
-	s.thinkLo, s.thinkHi, err = think.Range()
-	return err
+	return nil
 }
 
-func (e *Engine) spec(r plan.Request) (reqSpec, error) {
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return reqSpec{}, fmt.Errorf("request %q: %w", r.Name, err)
-	}
-	s := reqSpec{r: r, scheme: u.Scheme, hostport: u.Host, host: u.Hostname(), tls: u.Scheme == "https"}
+func (e *Engine) spec(r plan.Request, cr *plan.CompiledRequest) reqSpec {
+	s := reqSpec{r: r, scheme: cr.Scheme, hostport: cr.HostPort, host: cr.Host, tls: cr.Scheme == "https",
+		keepBody: cr.KeepBody, thinkLo: cr.ThinkLo, thinkHi: cr.ThinkHi}
 	// the addresses VUs dial, worked out once: VU i takes addrs[i mod n]
 	n := 1
-	if to, ok := e.p.HTTP.Hosts[strings.Trim(u.Hostname(), "[]")]; ok {
+	if to, ok := e.p.HTTP.Hosts[strings.Trim(cr.Host, "[]")]; ok {
 		n = strings.Count(to, ",") + 1
 	}
 	for i := 0; i < n; i++ {
 		s.addrs = append(s.addrs, e.addrFor(s.scheme, s.hostport, i))
 	}
-	return s, nil
+	return s
 }
 
 // addrFor maps a URL host (with optional port) to the address VU vuID dials, applying http.hosts.
@@ -414,8 +357,8 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 		e.vusMu.Unlock()
 	}
 	endTime := time.Now()
-	if e.stopWakeups != nil {
-		e.stopWakeups()
+	if f, ok := e.exec.(finisher); ok {
+		f.finish()
 	}
 	close(colStop)
 	<-colDone
@@ -434,48 +377,13 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 func (e *Engine) launchGuarded(ctx context.Context) {
 	defer e.recoverIn("executor", -1)
 	testPoint("executor", -1)
-	e.launch(ctx)
+	e.exec.launch(ctx)
 }
 
 // finishGuarded builds the summary; nil when that panicked (the run has then failed).
 func (e *Engine) finishGuarded(col *collector, end, sendEnd time.Time) (sum *metrics.Summary) {
 	defer e.recoverIn("collector", -1)
 	return col.finish(end, sendEnd)
-}
-
-// launch starts the executor's first VUs. It gives up spawning when ctx is done or the run fails,
-// so that a stop during the start of a plan with many VUs is not held up by it.
-func (e *Engine) launch(ctx context.Context) {
-	l := e.p.Load
-	switch l.Executor {
-	case plan.ConstantVUs, plan.PerVUIterations, plan.SharedIterations:
-		for i := 0; i < l.VUs && !e.stopping(ctx, i); i++ {
-			e.spawn((*vu).closedLoop)
-		}
-	case plan.RampingVUs, plan.ConcurrencySweep:
-		if l.Executor == plan.RampingVUs {
-			e.prof = rampProfile(l.StartVUs, l.Stages)
-		} else {
-			e.prof = stepProfile(l.Levels, l.StepDuration.D())
-		}
-		for i := 0; i < e.prof.peak() && !e.stopping(ctx, i); i++ {
-			e.spawn((*vu).profileLoop)
-		}
-	case plan.ConstantArrivalRate, plan.RampingArrivalRate:
-		stages := l.Stages
-		start := l.StartRate
-		if l.Executor == plan.ConstantArrivalRate {
-			stages = []plan.Stage{{Duration: l.Duration, Target: l.Rate}}
-			start = l.Rate
-		}
-		e.sched = newSchedule(float64(start), stages, l.TimeUnit.D())
-		e.maxVUs = int64(max(l.MaxVUs, l.PreAllocatedVUs))
-		e.stopWakeups = startWakeups(e.nextWakeup, e.now, e.recoverWakeups)
-		for i := 0; i < l.PreAllocatedVUs && !e.stopping(ctx, i); i++ {
-			e.pool.Add(1)
-			e.spawn((*vu).openLoop)
-		}
-	}
 }
 
 // stopping reports, every 256 VUs started, whether the run is being stopped.

@@ -26,7 +26,7 @@ func mustPlan(t *testing.T, js string) *plan.Plan {
 func run(t *testing.T, p *plan.Plan) (*metrics.Summary, []metrics.Sample) {
 	t.Helper()
 	var samples []metrics.Sample
-	e, err := New(p, Options{OnSample: func(s metrics.Sample) { samples = append(samples, s) }})
+	e, err := newEngine(p, Options{OnSample: func(s metrics.Sample) { samples = append(samples, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestGraceCutsOffAndCountsInterrupted(t *testing.T) {
 func TestStopByContext(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
 	p := mustPlan(t, constantVUs(tg.URL, 2, "1m"))
-	e, err := New(p, Options{})
+	e, err := newEngine(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

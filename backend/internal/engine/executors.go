@@ -1,19 +1,75 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// closedLoop runs constant-vus, per-vu-iterations and shared-iterations: the VU starts its next
-// iteration as soon as the previous one ends (closed model), so latency is measured from the
-// moment the VU begins each request.
-func (v *vu) closedLoop() {
+// Executors. Each lives in one file, executor_NAME.go, whose init function registers it with
+// register: its plan side (fields, defaults, validation, length, peak VUs, model: plan.ExecutorSpec)
+// and its run side (build: the run state of one run, whose launch starts the VUs). This file holds
+// what closed-model executors share (closedLoop, profileLoop); arrival.go what open models share.
+
+// executor is one run of a load model, made by its registration's build in New.
+type executor interface {
+	// launch starts the first VUs (Engine.spawnEach, Engine.spawn). It is called once, by Run,
+	// and gives up spawning when the run is being stopped.
+	launch(ctx context.Context)
+}
+
+// finisher is an executor that runs something besides its VUs (open models: precise wakeups):
+// finish ends it, once, after the VUs have ended or been abandoned.
+type finisher interface {
+	finish()
+}
+
+// vuPool is an executor that reports the VUs it has allocated, busy or not, as its active VUs
+// (open models, as k6 reports them); the others report the VUs running iterations.
+type vuPool interface {
+	allocatedVUs() int64
+}
+
+// builders are the registered executors' run sides, by name.
+var builders = map[string]func(e *Engine) executor{}
+
+// register registers an executor with package plan (spec) and the engine (build). It is meant
+// for init functions and panics on a duplicate name.
+func register(spec plan.ExecutorSpec, build func(e *Engine) executor) {
+	plan.RegisterExecutor(spec)
+	builders[spec.Name] = build
+}
+
+// Load fields that several executors take, as plan.LoadField values for their registrations.
+var (
+	fieldVUs             = plan.LoadField{Name: "vus", Kind: plan.IntField, Required: true, HelpKey: "editor.vus"}
+	fieldDuration        = plan.LoadField{Name: "duration", Kind: plan.DurationField, Required: true, HelpKey: "editor.duration"}
+	fieldStages          = plan.LoadField{Name: "stages", Kind: plan.StagesField, Required: true, HelpKey: "editor.stages"}
+	fieldMaxDuration     = plan.LoadField{Name: "max_duration", Kind: plan.DurationField, Default: "10m", HelpKey: "editor.maxDuration"}
+	fieldTimeUnit        = plan.LoadField{Name: "time_unit", Kind: plan.DurationField, Default: "1s", HelpKey: "editor.timeUnit"}
+	fieldPreAllocatedVUs = plan.LoadField{Name: "pre_allocated_vus", Kind: plan.IntField, Required: true, HelpKey: "editor.preAllocated"}
+	fieldMaxVUs          = plan.LoadField{Name: "max_vus", Kind: plan.IntField, HelpKey: "editor.maxVus"}
+)
+
+// Field paths that set an executor's peak VUs or length (plan.ExecutorSpec.VUsField, LengthField).
+func stagesPath(*plan.Load) string      { return "load.stages" }
+func maxDurationPath(*plan.Load) string { return "load.max_duration" }
+
+// spawnEach starts n VUs running loop, giving up when the run is being stopped.
+func (e *Engine) spawnEach(ctx context.Context, n int, loop func(*vu)) {
+	for i := 0; i < n && !e.stopping(ctx, i); i++ {
+		e.spawn(loop)
+	}
+}
+
+// closedLoop runs a closed-model VU: it starts its next iteration as soon as the previous one
+// ends, so latency is measured from the moment the VU begins each request. more reports whether
+// the VU may start its it-th iteration (0-based; nil: every one until the end).
+func (v *vu) closedLoop(more func(it int) bool) {
 	e := v.e
 	e.rec.VUStarted()
 	defer e.rec.VUStopped()
-	l := e.p.Load
 	for it := 0; ; it++ {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
@@ -22,15 +78,8 @@ func (v *vu) closedLoop() {
 		if now >= e.endAt {
 			return
 		}
-		switch l.Executor {
-		case plan.PerVUIterations:
-			if it >= l.Iterations {
-				return
-			}
-		case plan.SharedIterations:
-			if e.next.Add(1) > int64(l.Iterations) {
-				return
-			}
+		if more != nil && !more(it) {
+			return
 		}
 		v.iteration(now, now)
 		v.pause()
@@ -58,10 +107,16 @@ func (v *vu) pause() {
 // parkStep bounds how long a parked VU sleeps before it looks at the stop flag again.
 const parkStep = 50 * time.Millisecond
 
-// profileLoop runs ramping-vus and concurrency-sweep: VU i works while the profile's value is at
-// least i+1, finishing its current iteration before it parks (k6's graceful ramp-down), and
-// sleeps until the profile next reaches it.
-func (v *vu) profileLoop() {
+// launchProfile starts one VU per unit of the profile's peak, each running profileLoop.
+func (e *Engine) launchProfile(ctx context.Context, prof *profile) {
+	e.spawnEach(ctx, prof.peak(), func(v *vu) { v.profileLoop(prof) })
+}
+
+// profileLoop runs a VU of a closed model whose VU count follows a profile (ramping-vus,
+// concurrency-sweep): VU i works while the profile's value is at least i+1, finishing its current
+// iteration before it parks (k6's graceful ramp-down), and sleeps until the profile next reaches
+// it.
+func (v *vu) profileLoop(prof *profile) {
 	e := v.e
 	active := false
 	defer func() {
@@ -77,7 +132,7 @@ func (v *vu) profileLoop() {
 		if elapsed >= e.endAt {
 			return
 		}
-		if e.prof.value(elapsed) >= float64(v.id+1) {
+		if prof.value(elapsed) >= float64(v.id+1) {
 			if !active {
 				active = true
 				e.rec.VUStarted()
@@ -90,7 +145,7 @@ func (v *vu) profileLoop() {
 			active = false
 			e.rec.VUStopped()
 		}
-		at, ok := e.prof.nextActive(v.id, elapsed)
+		at, ok := prof.nextActive(v.id, elapsed)
 		if !ok {
 			return
 		}

@@ -16,8 +16,11 @@ func FuzzTemplateRender(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		vs := &vars{data: map[string]int{"a": 0, "b": 1}, extract: map[string]int{"x": 0}}
-		tm, err := vs.compile(s)
+		c, err := plan.CompileTemplate(s, map[string]int{"a": 0, "b": 1}, map[string]int{"x": 0})
+		if err != nil {
+			return
+		}
+		tm, err := bind(c, plan.SecretValues{"s": "v"})
 		if err != nil {
 			return
 		}
@@ -50,7 +53,7 @@ func FuzzEngineNew(f *testing.F) {
 		if err != nil || len(p.Requests) > 20 {
 			return
 		}
-		if _, err := New(p, Options{Shards: 1}); err != nil {
+		if _, err := newEngine(p, Options{Shards: 1}); err != nil {
 			t.Fatalf("a plan Parse accepted is refused by the engine: %v", err)
 		}
 	})

@@ -231,7 +231,7 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 		"load":{"executor":"constant-vus","vus":%d,"duration":"1s","graceful_stop":"1s"},
 		"http":{"timeout":"1s","max_body":65536}}`, addr, c.path, extra, vus)
 	p := mustPlan(t, js)
-	e, err := New(p, Options{})
+	e, err := newEngine(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestStopCutsOffAnEndlessBody(t *testing.T) {
 	addr := testutil.EndlessBodyTarget(t)
 	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],
 		"load":{"executor":"constant-vus","vus":20,"duration":"1m","graceful_stop":"1s"},"http":{"timeout":"1m"}}`, addr))
-	e, err := New(p, Options{})
+	e, err := newEngine(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

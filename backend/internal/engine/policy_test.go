@@ -16,7 +16,7 @@ import (
 
 func runWithPolicy(t *testing.T, p *plan.Plan, pol *netpolicy.Policy) *metrics.Summary {
 	t.Helper()
-	e, err := New(p, Options{Policy: pol})
+	e, err := newEngine(p, Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,30 +19,6 @@ type segment struct {
 	from, to   float64
 }
 
-// rampProfile builds the profile of ramping-vus stages starting from startVUs.
-func rampProfile(startVUs int, stages []plan.Stage) profile {
-	var p profile
-	var t time.Duration
-	from := float64(startVUs)
-	for _, s := range stages {
-		d := s.Duration.D()
-		p.segs = append(p.segs, segment{start: t, end: t + d, from: from, to: float64(s.Target)})
-		t += d
-		from = float64(s.Target)
-	}
-	return p
-}
-
-// stepProfile builds the profile of a concurrency sweep: each level held for step.
-func stepProfile(levels []int, step time.Duration) profile {
-	var p profile
-	for i, n := range levels {
-		t := step * time.Duration(i)
-		p.segs = append(p.segs, segment{start: t, end: t + step, from: float64(n), to: float64(n)})
-	}
-	return p
-}
-
 // value is the profile at elapsed time t (0 after the end).
 func (p profile) value(t time.Duration) float64 {
 	for _, s := range p.segs {

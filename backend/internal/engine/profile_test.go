@@ -117,14 +117,14 @@ func TestScheduleIndexInvertsAt(t *testing.T) {
 // nextWakeup asks for a wakeup at each due time when iterations are sparse, and at most every
 // wakeupGap when they are dense.
 func TestNextWakeup(t *testing.T) {
-	sparse := &Engine{sched: newSchedule(100, []plan.Stage{st(time.Second, 100)}, time.Second), endAt: time.Second}
+	sparse := &arrival{sched: newSchedule(100, []plan.Stage{st(time.Second, 100)}, time.Second), e: &Engine{endAt: time.Second}}
 	if w, ok := sparse.nextWakeup(25 * time.Millisecond); !ok || absDur(w-30*time.Millisecond) > time.Microsecond {
 		t.Errorf("sparse: %v %v, want 30ms", w, ok)
 	}
 	if _, ok := sparse.nextWakeup(995 * time.Millisecond); ok {
 		t.Error("a wakeup after the last iteration")
 	}
-	dense := &Engine{sched: newSchedule(100000, []plan.Stage{st(time.Second, 100000)}, time.Second), endAt: time.Second}
+	dense := &arrival{sched: newSchedule(100000, []plan.Stage{st(time.Second, 100000)}, time.Second), e: &Engine{endAt: time.Second}}
 	if w, ok := dense.nextWakeup(100 * time.Millisecond); !ok || w != 100*time.Millisecond+wakeupGap {
 		t.Errorf("dense: %v %v, want now + %v", w, ok, wakeupGap)
 	}

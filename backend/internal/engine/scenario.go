@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,32 +15,28 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// Template parts, compiled once per plan; rendering appends into a VU's reused buffer.
-const (
-	partLit uint8 = iota
-	partVU
-	partIteration
-	partUUID
-	partRandInt
-	partData    // idx: data column
-	partExtract // idx: extract slot
-)
+// tmpl is a template compiled by package plan (plan.Template) whose {{secret.NAME}} parts are
+// bound to their values (bind); nil means the text has no variables.
+type tmpl plan.Template
 
-type tpart struct {
-	kind uint8
-	lit  []byte
-	idx  int
-	a, b int64
-}
-
-// tmpl is a compiled template; nil means the text has no variables.
-type tmpl []tpart
-
-// vars maps variable names to data columns and extract slots, and {{secret.NAME}} to values.
-type vars struct {
-	data    map[string]int
-	extract map[string]int
-	secrets plan.SecretValues
+// bind resolves t's {{secret.NAME}} parts to the run's values, in a copy: the compiled plan keeps
+// names only. A secret without a value is an error (New has checked there is none).
+func bind(t plan.Template, secrets plan.SecretValues) (tmpl, error) {
+	if !t.HasSecret() {
+		return tmpl(t), nil
+	}
+	out := make(tmpl, len(t))
+	for i, p := range t {
+		if p.Kind == plan.PartSecret {
+			val, ok := secrets[string(p.Lit)]
+			if !ok {
+				return nil, fmt.Errorf("{{%s%s}} has no value", plan.SecretPrefix, p.Lit)
+			}
+			p = plan.TemplatePart{Kind: plan.PartLit, Lit: []byte(val)}
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // literal returns the text of a template whose parts are all literal (a template of secrets and
@@ -49,97 +44,43 @@ type vars struct {
 func (t tmpl) literal() (string, bool) {
 	var b strings.Builder
 	for i := range t {
-		if t[i].kind != partLit {
+		if t[i].Kind != plan.PartLit {
 			return "", false
 		}
-		b.Write(t[i].lit)
+		b.Write(t[i].Lit)
 	}
 	return b.String(), true
-}
-
-func (vs *vars) compile(s string) (tmpl, error) {
-	parts, err := plan.ParseTemplate(s)
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) == 1 && parts[0].Var == "" {
-		return nil, nil
-	}
-	t := make(tmpl, 0, len(parts))
-	for _, p := range parts {
-		switch {
-		case p.Var == "":
-			t = append(t, tpart{kind: partLit, lit: []byte(p.Lit)})
-		case p.Var == "vu":
-			t = append(t, tpart{kind: partVU})
-		case p.Var == "iteration":
-			t = append(t, tpart{kind: partIteration})
-		case p.Var == "uuid":
-			t = append(t, tpart{kind: partUUID})
-		case p.Var == "random_int":
-			t = append(t, tpart{kind: partRandInt, a: p.Args[0], b: p.Args[1]})
-		case strings.HasPrefix(p.Var, plan.SecretPrefix):
-			val, ok := vs.secrets[strings.TrimPrefix(p.Var, plan.SecretPrefix)]
-			if !ok {
-				return nil, fmt.Errorf("{{%s}} has no value", p.Var)
-			}
-			t = append(t, tpart{kind: partLit, lit: []byte(val)})
-		default:
-			if i, ok := vs.data[p.Var]; ok {
-				t = append(t, tpart{kind: partData, idx: i})
-			} else if i, ok := vs.extract[p.Var]; ok {
-				t = append(t, tpart{kind: partExtract, idx: i})
-			} else {
-				return nil, fmt.Errorf("{{%s}} is not defined", p.Var)
-			}
-		}
-	}
-	return t, nil
-}
-
-// refersToSecret reports whether template s uses a {{secret.NAME}}.
-func refersToSecret(s string) bool {
-	parts, err := plan.ParseTemplate(s)
-	if err != nil {
-		return false
-	}
-	for _, p := range parts {
-		if strings.HasPrefix(p.Var, plan.SecretPrefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // render appends the template's text for VU v to dst. It does not allocate once dst has grown.
 func (t tmpl) render(dst []byte, v *vu) []byte {
 	for i := range t {
 		p := &t[i]
-		switch p.kind {
-		case partLit:
-			dst = append(dst, p.lit...)
-		case partVU:
+		switch p.Kind {
+		case plan.PartLit:
+			dst = append(dst, p.Lit...)
+		case plan.PartVU:
 			dst = strconv.AppendInt(dst, int64(v.id+1), 10)
-		case partIteration:
+		case plan.PartIteration:
 			dst = strconv.AppendInt(dst, v.iter, 10)
-		case partUUID:
+		case plan.PartUUID:
 			dst = appendUUID(dst, v.rand())
-		case partRandInt:
+		case plan.PartRandInt:
 			// in uint64 arithmetic: b − a + 1 cannot overflow (it wraps to 0 for the whole int64 range)
-			span := uint64(p.b) - uint64(p.a) + 1
+			span := uint64(p.B) - uint64(p.A) + 1
 			var x uint64
 			if span == 0 {
 				x = v.rand().Uint64()
 			} else {
 				x = v.rand().Uint64N(span)
 			}
-			dst = strconv.AppendInt(dst, int64(uint64(p.a)+x), 10)
-		case partData:
+			dst = strconv.AppendInt(dst, int64(uint64(p.A)+x), 10)
+		case plan.PartData:
 			if v.row != nil {
-				dst = append(dst, v.row[p.idx]...)
+				dst = append(dst, v.row[p.Index]...)
 			}
-		case partExtract:
-			dst = append(dst, v.vars[p.idx]...)
+		case plan.PartExtract:
+			dst = append(dst, v.vars[p.Index]...)
 		}
 	}
 	return dst
@@ -165,32 +106,10 @@ func appendUUID(dst []byte, r *rand.Rand) []byte {
 	return dst
 }
 
-// Compiled checks.
-const (
-	opEq uint8 = iota
-	opNe
-	opLt
-	opLe
-	opGt
-	opGe
-	opContains
-	opNotContains
-	opExists
-)
-
-var opCodes = map[string]uint8{"eq": opEq, "ne": opNe, "lt": opLt, "le": opLe, "gt": opGt, "ge": opGe,
-	"contains": opContains, "not_contains": opNotContains, "exists": opExists}
-
+// check is a compiled check (plan.CompiledCheck) with its place in Engine.checks.
 type check struct {
-	typ   string
-	op    uint8
-	num   float64
-	str   []byte
-	name  []byte
-	path  string
-	lat   time.Duration
-	value any
-	index int // position in Engine.checks
+	plan.CompiledCheck
+	index int
 }
 
 type checkInfo struct {
@@ -204,72 +123,42 @@ type checkCount struct {
 	_          [48]byte
 }
 
-func compileCheck(c plan.Check) check {
-	k := check{typ: c.Type, op: opCodes[c.Op], name: []byte(c.Name), path: c.Path, value: c.Value}
-	switch v := c.Value.(type) {
-	case float64:
-		k.num = v
-	case string:
-		k.str = []byte(v)
-		if c.Type == "latency" {
-			k.lat, _ = time.ParseDuration(v)
-		}
-	}
-	return k
-}
-
-func describe(c plan.Check) string {
-	var b strings.Builder
-	b.WriteString(c.Type)
-	if c.Name != "" {
-		b.WriteString(" " + c.Name)
-	}
-	if c.Path != "" {
-		b.WriteString(" " + c.Path)
-	}
-	b.WriteString(" " + c.Op)
-	if c.Value != nil {
-		fmt.Fprintf(&b, " %v", c.Value)
-	}
-	return b.String()
-}
-
 // pass evaluates the check on a response.
 func (c *check) pass(v *vu, status int, latency time.Duration) bool {
-	switch c.typ {
+	switch c.Type {
 	case "status":
-		return cmpNum(float64(status), c.op, c.num)
+		return cmpNum(float64(status), c.Op, c.Num)
 	case "latency":
-		if c.op == opLe {
-			return latency <= c.lat
+		if c.Op == plan.OpLe {
+			return latency <= c.Lat
 		}
-		return latency < c.lat
+		return latency < c.Lat
 	case "header":
-		h := v.resp.Header.PeekBytes(c.name)
-		switch c.op {
-		case opExists:
+		h := v.resp.Header.PeekBytes(c.Name)
+		switch c.Op {
+		case plan.OpExists:
 			return h != nil
-		case opContains:
-			return bytes.Contains(h, c.str)
-		case opNe:
-			return !bytes.Equal(h, c.str)
+		case plan.OpContains:
+			return bytes.Contains(h, c.Str)
+		case plan.OpNe:
+			return !bytes.Equal(h, c.Str)
 		}
-		return bytes.Equal(h, c.str)
+		return bytes.Equal(h, c.Str)
 	case "body":
-		found := bytes.Contains(v.resp.Body(), c.str)
-		return found == (c.op == opContains)
+		found := bytes.Contains(v.resp.Body(), c.Str)
+		return found == (c.Op == plan.OpContains)
 	case "json":
-		r := gjson.GetBytes(v.resp.Body(), c.path)
-		switch c.op {
-		case opExists:
+		r := gjson.GetBytes(v.resp.Body(), c.Path)
+		switch c.Op {
+		case plan.OpExists:
 			return r.Exists()
-		case opContains:
-			return strings.Contains(r.String(), string(c.str))
-		case opLt, opGt:
-			return r.Exists() && cmpNum(r.Float(), c.op, c.num)
+		case plan.OpContains:
+			return strings.Contains(r.String(), string(c.Str))
+		case plan.OpLt, plan.OpGt:
+			return r.Exists() && cmpNum(r.Float(), c.Op, c.Num)
 		}
-		eq := r.Exists() && jsonEqual(r, c.value)
-		return eq == (c.op == opEq)
+		eq := r.Exists() && jsonEqual(r, c.Value)
+		return eq == (c.Op == plan.OpEq)
 	}
 	return false
 }
@@ -288,45 +177,39 @@ func jsonEqual(r gjson.Result, want any) bool {
 	return false
 }
 
-func cmpNum(a float64, op uint8, b float64) bool {
+func cmpNum(a float64, op plan.CheckOp, b float64) bool {
 	switch op {
-	case opEq:
+	case plan.OpEq:
 		return a == b
-	case opNe:
+	case plan.OpNe:
 		return a != b
-	case opLt:
+	case plan.OpLt:
 		return a < b
-	case opLe:
+	case plan.OpLe:
 		return a <= b
-	case opGt:
+	case plan.OpGt:
 		return a > b
-	case opGe:
+	case plan.OpGe:
 		return a >= b
 	}
 	return false
 }
 
-// Compiled extraction rules.
-type extract struct {
-	from string
-	path string
-	name []byte
-	re   *regexp.Regexp
-	slot int
-}
+// extract is a compiled extraction rule.
+type extract plan.ExtractRule
 
 // apply sets the VU's variable from the response (empty when not found).
 func (x *extract) apply(v *vu) {
-	dst := v.vars[x.slot][:0]
-	switch x.from {
+	dst := v.vars[x.Slot][:0]
+	switch x.From {
 	case "json":
-		if r := gjson.GetBytes(v.resp.Body(), x.path); r.Exists() {
+		if r := gjson.GetBytes(v.resp.Body(), x.Path); r.Exists() {
 			dst = append(dst, r.String()...)
 		}
 	case "header":
-		dst = append(dst, v.resp.Header.PeekBytes(x.name)...)
+		dst = append(dst, v.resp.Header.PeekBytes(x.Name)...)
 	case "regex":
-		if m := x.re.FindSubmatch(v.resp.Body()); m != nil {
+		if m := x.Re.FindSubmatch(v.resp.Body()); m != nil {
 			if len(m) > 1 {
 				dst = append(dst, m[1]...)
 			} else {
@@ -334,7 +217,7 @@ func (x *extract) apply(v *vu) {
 			}
 		}
 	}
-	v.vars[x.slot] = dst
+	v.vars[x.Slot] = dst
 }
 
 // thresholdRule is a compiled plan threshold.
@@ -356,7 +239,7 @@ func (v *vu) judgeChecks(r *vuReq, status int, latency time.Duration) metrics.Er
 	counts := v.checkCounts
 	for i := range r.spec.checks {
 		c := &r.spec.checks[i]
-		if c.typ == "status" {
+		if c.Type == "status" {
 			statusChecked = true
 		}
 		if c.pass(v, status, latency) {

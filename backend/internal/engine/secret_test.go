@@ -27,11 +27,11 @@ func TestSecretsReachTheTargetOnly(t *testing.T) {
 		 "method":"POST","body":"k={{secret.KEY}}"},
 		{"name":"static","url":"%s/s/{{secret.PATH}}","headers":{"Authorization":"Bearer {{secret.KEY}}"}}],
 		"load":{"executor":"per-vu-iterations","vus":2,"iterations":2}}`, tg.URL, tg.URL))
-	if _, err := New(p, Options{}); err == nil || !strings.Contains(err.Error(), "requests[0].url") {
+	if _, err := newEngine(p, Options{}); err == nil || !strings.Contains(err.Error(), "requests[0].url") {
 		t.Fatalf("missing secrets: %v", err)
 	}
 	p.Secrets = plan.SecretValues{"KEY": canary, "PATH": "pa" + canary}
-	e, err := New(p, Options{})
+	e, err := newEngine(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

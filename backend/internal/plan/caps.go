@@ -50,50 +50,27 @@ func (c Caps) Check(p *Plan) error {
 
 // vusField is the field that sets the load model's peak VUs.
 func (l *Load) vusField() string {
-	switch l.Executor {
-	case RampingVUs:
-		return "load.stages"
-	case ConstantArrivalRate, RampingArrivalRate:
-		if l.MaxVUs > l.PreAllocatedVUs {
-			return "load.max_vus"
-		}
-		return "load.pre_allocated_vus"
-	case ConcurrencySweep:
-		return "load.levels"
+	if spec, ok := LookupExecutor(l.Executor); ok && spec.VUsField != nil {
+		return spec.VUsField(l)
 	}
 	return "load.vus"
 }
 
 // lengthField is the field that sets the load model's length.
 func (l *Load) lengthField() string {
-	switch l.Executor {
-	case RampingVUs, RampingArrivalRate:
-		return "load.stages"
-	case PerVUIterations, SharedIterations:
-		return "load.max_duration"
-	case ConcurrencySweep:
-		return "load.step_duration"
+	if spec, ok := LookupExecutor(l.Executor); ok && spec.LengthField != nil {
+		return spec.LengthField(l)
 	}
 	return "load.duration"
 }
 
-// peakRate is an arrival-rate load model's highest rate in iterations per second, and the field
-// that sets it (0 for closed models).
+// peakRate is an open load model's highest rate in iterations per second, and the field that sets
+// it (0 for closed models).
 func (l *Load) peakRate() (float64, string) {
-	if l.Executor != ConstantArrivalRate && l.Executor != RampingArrivalRate || l.TimeUnit <= 0 {
-		return 0, ""
+	if spec, ok := LookupExecutor(l.Executor); ok && spec.PeakRate != nil && l.TimeUnit > 0 {
+		return spec.PeakRate(l)
 	}
-	per := float64(time.Second) / float64(l.TimeUnit)
-	if l.Executor == ConstantArrivalRate {
-		return float64(l.Rate) * per, "load.rate"
-	}
-	peak, field := float64(l.StartRate), "load.start_rate"
-	for _, s := range l.Stages {
-		if float64(s.Target) > peak {
-			peak, field = float64(s.Target), "load.stages"
-		}
-	}
-	return peak * per, field
+	return 0, ""
 }
 
 // Memory model of a run (EstimateMemory). PerVUBase is the measured cost of one VU with one

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Executor names, as k6 calls them (users know these words), plus Volley's concurrency-sweep.
+// The built-in executors' names, as k6 calls them (users know these words), plus Volley's
+// concurrency-sweep. Package engine registers them (RegisterExecutor).
 const (
 	ConstantVUs         = "constant-vus"
 	RampingVUs          = "ramping-vus"
@@ -18,10 +19,6 @@ const (
 	RampingArrivalRate  = "ramping-arrival-rate"
 	ConcurrencySweep    = "concurrency-sweep"
 )
-
-// Executors lists the supported executors in the order the UI offers them.
-var Executors = []string{ConstantVUs, RampingVUs, PerVUIterations, SharedIterations,
-	ConstantArrivalRate, RampingArrivalRate, ConcurrencySweep}
 
 // DefaultSweepLevels are the VU levels of a concurrency sweep when none are given: the levels of
 // the published tool comparisons.
@@ -34,10 +31,12 @@ type Stage struct {
 	Target   int      `json:"target"`
 }
 
-// Load is the load model. Which fields apply depends on Executor:
+// Load is the load model. Which fields apply depends on Executor; each executor's registration
+// (ExecutorSpec, in package engine's executor_*.go, listed by ExecutorInfos) names its fields,
+// their defaults and its own rules:
 //
 //	constant-vus           vus, duration
-//	ramping-vus            stages, start_vus
+//	ramping-vus            start_vus, stages
 //	per-vu-iterations      vus, iterations, max_duration (default 10m)
 //	shared-iterations      vus, iterations, max_duration (default 10m)
 //	constant-arrival-rate  rate, time_unit (default 1s), duration, pre_allocated_vus, max_vus
@@ -66,17 +65,6 @@ type Load struct {
 	GracefulStop    Duration `json:"graceful_stop"`
 }
 
-// fields each executor requires and accepts (besides executor and graceful_stop).
-var executorFields = map[string]struct{ required, optional []string }{
-	ConstantVUs:         {[]string{"vus", "duration"}, nil},
-	RampingVUs:          {[]string{"stages"}, []string{"start_vus"}},
-	PerVUIterations:     {[]string{"vus", "iterations"}, []string{"max_duration"}},
-	SharedIterations:    {[]string{"vus", "iterations"}, []string{"max_duration"}},
-	ConstantArrivalRate: {[]string{"rate", "duration", "pre_allocated_vus"}, []string{"time_unit", "max_vus"}},
-	RampingArrivalRate:  {[]string{"stages", "pre_allocated_vus"}, []string{"start_rate", "time_unit", "max_vus"}},
-	ConcurrencySweep:    {nil, []string{"levels", "step_duration"}},
-}
-
 func (l *Load) set() map[string]bool {
 	return map[string]bool{
 		"vus": l.VUs != 0, "duration": l.Duration != 0, "iterations": l.Iterations != 0,
@@ -94,44 +82,33 @@ func (l *Load) defaults() {
 	if l.GracefulStop == 0 {
 		l.GracefulStop = Duration(DefaultGrace)
 	}
-	switch l.Executor {
-	case PerVUIterations, SharedIterations:
-		if l.MaxDuration == 0 {
-			l.MaxDuration = Duration(10 * time.Minute)
-		}
-	case ConstantArrivalRate, RampingArrivalRate:
-		if l.TimeUnit == 0 {
-			l.TimeUnit = Duration(time.Second)
-		}
-		if l.MaxVUs == 0 {
-			l.MaxVUs = l.PreAllocatedVUs
-		}
-	case ConcurrencySweep:
-		if len(l.Levels) == 0 {
-			l.Levels = append([]int(nil), DefaultSweepLevels...)
-		}
-		if l.StepDuration == 0 {
-			l.StepDuration = Duration(10 * time.Second)
-		}
+	spec, ok := LookupExecutor(l.Executor)
+	if !ok {
+		return
+	}
+	for _, f := range spec.Fields {
+		l.fillDefault(f)
+	}
+	if spec.Defaults != nil {
+		spec.Defaults(l)
 	}
 }
 
 func (l *Load) validate(v *ValidationError) {
-	spec, ok := executorFields[l.Executor]
+	spec, ok := LookupExecutor(l.Executor)
 	if !ok {
-		v.add("load.executor", fmt.Sprintf("%q is not a supported executor (%s)", l.Executor, strings.Join(Executors, ", ")))
+		v.add("load.executor", fmt.Sprintf("%q is not a supported executor (%s)", l.Executor, strings.Join(ExecutorNames(), ", ")))
 		return
 	}
 	set := l.set()
 	allowed := map[string]bool{}
-	for _, f := range spec.required {
-		allowed[f] = true
-		if !set[f] {
-			v.add("load."+f, requiredMsg(f, l.Executor))
+	for _, f := range spec.Fields {
+		if f.Required && !set[f.Name] {
+			v.add("load."+f.Name, requiredMsg(f.Name, l.Executor))
 		}
 	}
-	for _, f := range spec.optional {
-		allowed[f] = true
+	for _, f := range spec.Fields {
+		allowed[f.Name] = true
 	}
 	var extra []string
 	for f, isSet := range set {
@@ -162,13 +139,7 @@ func (l *Load) validate(v *ValidationError) {
 	if l.TimeUnit != 0 && l.TimeUnit < Duration(MinTimeUnit) {
 		v.add("load.time_unit", "must be at least 1ms")
 	}
-	// rate × (1s / time_unit) ≤ MaxRatePerSecond, without overflow: compare rate with the most
-	// iterations per time unit that this bound allows.
-	maxPerUnit := int64(MaxRatePerSecond)
-	if tu := l.TimeUnit.D(); tu >= MinTimeUnit && tu <= MaxLength {
-		maxPerUnit = int64(float64(MaxRatePerSecond) * tu.Seconds())
-	}
-	rateMsg := fmt.Sprintf("must be at most %d per time_unit (%d iterations/s)", maxPerUnit, MaxRatePerSecond)
+	maxPerUnit, rateMsg := l.RateBound()
 	if l.Rate < 0 {
 		v.add("load.rate", "must be at least 1")
 	} else if int64(l.Rate) > maxPerUnit {
@@ -217,10 +188,6 @@ func (l *Load) validate(v *ValidationError) {
 		}
 		if s.Target < 0 {
 			v.add(f+".target", "must not be negative")
-		} else if l.Executor == RampingVUs && s.Target > MaxVUs {
-			v.add(f+".target", fmt.Sprintf("must be at most %d VUs", MaxVUs))
-		} else if l.Executor == RampingArrivalRate && int64(s.Target) > maxPerUnit {
-			v.add(f+".target", rateMsg)
 		}
 	}
 	if total > MaxLength {
@@ -234,9 +201,8 @@ func (l *Load) validate(v *ValidationError) {
 			v.add("load.levels["+strconv.Itoa(i)+"]", fmt.Sprintf("must be 1–%d VUs", MaxVUs))
 		}
 	}
-	if l.Executor == ConcurrencySweep && len(l.Levels) <= MaxLevels && l.StepDuration > 0 &&
-		l.StepDuration <= Duration(MaxLength) && l.StepDuration.D()*time.Duration(len(l.Levels)) > MaxLength {
-		v.add("load.step_duration", "levels × step_duration must be at most 24h")
+	if spec.Validate != nil {
+		spec.Validate(l, v)
 	}
 }
 
@@ -250,41 +216,60 @@ func requiredMsg(field, executor string) string {
 	return "must be at least 1 (required by " + executor + ")"
 }
 
-// Length is how long the load model runs when nothing stops it early: the scheduled length for
-// duration- and stage-based executors, the max_duration bound for iteration-based ones.
-func (l *Load) Length() time.Duration {
-	switch l.Executor {
-	case RampingVUs, RampingArrivalRate:
-		var t time.Duration
-		for _, s := range l.Stages {
-			t += s.Duration.D()
+// RateBound is the highest rate, start_rate or stage target an arrival-rate executor may ask for,
+// in iterations per time_unit, and the message that names it: rate × (1s / time_unit) ≤
+// MaxRatePerSecond, computed without overflow (for a time_unit out of its range, the bound per
+// second).
+func (l *Load) RateBound() (perUnit int64, msg string) {
+	perUnit = int64(MaxRatePerSecond)
+	if tu := l.TimeUnit.D(); tu >= MinTimeUnit && tu <= MaxLength {
+		perUnit = int64(float64(MaxRatePerSecond) * tu.Seconds())
+	}
+	return perUnit, fmt.Sprintf("must be at most %d per time_unit (%d iterations/s)", perUnit, MaxRatePerSecond)
+}
+
+// StagesLength is the sum of the stages' durations.
+func (l *Load) StagesLength() time.Duration {
+	var t time.Duration
+	for _, s := range l.Stages {
+		t += s.Duration.D()
+	}
+	return t
+}
+
+// EachStage calls f with the index and target of each stage that the common checks let through
+// (the first MaxStages, with a target that is not negative), for an executor's own bound on
+// targets.
+func (l *Load) EachStage(f func(i int, target int)) {
+	for i, s := range l.Stages {
+		if i >= MaxStages {
+			break
 		}
-		return t
-	case PerVUIterations, SharedIterations:
-		return l.MaxDuration.D()
-	case ConcurrencySweep:
-		return l.StepDuration.D() * time.Duration(len(l.Levels))
+		if s.Target >= 0 {
+			f(i, s.Target)
+		}
+	}
+}
+
+// StageField is the field path of stage i's field name ("load.stages[2].target").
+func StageField(i int, name string) string {
+	return "load.stages[" + strconv.Itoa(i) + "]." + name
+}
+
+// Length is how long the load model runs when nothing stops it early (the executor's
+// ExecutorSpec.Length; the duration field for an executor that is not registered).
+func (l *Load) Length() time.Duration {
+	if spec, ok := LookupExecutor(l.Executor); ok {
+		return spec.Length(l)
 	}
 	return l.Duration.D()
 }
 
-// PeakVUs is the most VUs the load model may run at once.
+// PeakVUs is the most VUs the load model may run at once (the executor's ExecutorSpec.PeakVUs;
+// the vus field for an executor that is not registered).
 func (l *Load) PeakVUs() int {
-	switch l.Executor {
-	case RampingVUs:
-		m := l.StartVUs
-		for _, s := range l.Stages {
-			m = max(m, s.Target)
-		}
-		return m
-	case ConstantArrivalRate, RampingArrivalRate:
-		return max(l.MaxVUs, l.PreAllocatedVUs)
-	case ConcurrencySweep:
-		m := 0
-		for _, n := range l.Levels {
-			m = max(m, n)
-		}
-		return m
+	if spec, ok := LookupExecutor(l.Executor); ok {
+		return spec.PeakVUs(l)
 	}
 	return l.VUs
 }

@@ -3,13 +3,20 @@
 //
 // A plan is decoded with Parse, which fills defaults and returns every problem at once as a
 // *ValidationError keyed by field path ("requests[0].url", "load.vus"). Parse also rejects
-// unknown fields, naming each one. The package imports only the standard library.
+// unknown fields, naming each one. Compile turns a plan into the compiled form a run takes
+// (Compiled: thresholds, think times, templates, checks, extraction rules and data rows worked
+// out once).
+//
+// The executors are not defined here: each registers itself (RegisterExecutor, executor.go) from
+// package engine's executor_NAME.go files, so a program that parses plans imports package engine
+// (a blank import will do). The package imports only the standard library.
 package plan
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -187,6 +194,9 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("invalid plan (%d problem(s)): %s", len(keys), strings.Join(parts, "; "))
 }
 
+// Add records a problem of a field; a second problem of the same field is appended after "; ".
+func (e *ValidationError) Add(field, msg string) { e.add(field, msg) }
+
 func (e *ValidationError) add(field, msg string) {
 	if e.Fields == nil {
 		e.Fields = map[string]string{}
@@ -298,8 +308,6 @@ func (p *Plan) Defaults() {
 	}
 }
 
-var methods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
-
 // Validate checks a plan whose defaults are filled and returns a *ValidationError with every problem.
 func (p *Plan) Validate() error {
 	v := &ValidationError{}
@@ -317,8 +325,8 @@ func (p *Plan) Validate() error {
 			break // validateBounds named the count
 		}
 		f := "requests[" + strconv.Itoa(i) + "]."
-		if !methods[r.Method] {
-			v.add(f+"method", fmt.Sprintf("%q is not one of GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS", r.Method))
+		if !slices.Contains(Methods, r.Method) {
+			v.add(f+"method", fmt.Sprintf("%q is not one of %s", r.Method, oneOf(Methods)))
 		}
 		if msg := checkURL(r.URL); msg != "" {
 			v.add(f+"url", msg)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,18 +88,10 @@ func (t ThinkTime) Range() (lo, hi time.Duration, err error) {
 	return lo, hi, nil
 }
 
-var checkOps = map[string][]string{
-	"status":  {"eq", "ne", "lt", "le", "gt", "ge"},
-	"header":  {"eq", "ne", "contains", "exists"},
-	"body":    {"contains", "not_contains"},
-	"json":    {"eq", "ne", "exists", "contains", "lt", "gt"},
-	"latency": {"lt", "le"},
-}
-
 func validateCheck(f string, c Check, v *ValidationError) {
-	ops, ok := checkOps[c.Type]
+	ops, ok := checkOps(c.Type)
 	if !ok {
-		v.add(f+".type", fmt.Sprintf("%q is not a check type (status, header, body, json, latency)", c.Type))
+		v.add(f+".type", fmt.Sprintf("%q is not a check type (%s)", c.Type, oneOf(checkTypeNames())))
 		return
 	}
 	okOp := false
@@ -160,7 +153,7 @@ func validateExtract(f string, x Extract, v *ValidationError) {
 			v.add(f+".pattern", "must be a regular expression (RE2 syntax)")
 		}
 	default:
-		v.add(f+".from", fmt.Sprintf("%q is not one of json, header, regex", x.From))
+		v.add(f+".from", fmt.Sprintf("%q is not one of %s", x.From, oneOf(extractFroms())))
 	}
 }
 
@@ -246,10 +239,8 @@ func (d *Data) Columns() (header []string, rows [][]string, err error) {
 
 // validateScenario checks the flow, the data table and that every {{variable}} is defined.
 func (p *Plan) validateScenario(v *ValidationError) {
-	switch p.Flow {
-	case FlowWeighted, FlowSequence:
-	default:
-		v.add("flow", fmt.Sprintf("%q is not one of weighted, sequence", p.Flow))
+	if !slices.Contains(Flows, p.Flow) {
+		v.add("flow", fmt.Sprintf("%q is not one of %s", p.Flow, oneOf(Flows)))
 	}
 	if _, _, err := p.ThinkTime.Range(); err != nil {
 		v.add("think_time", err.Error())
@@ -276,8 +267,8 @@ func (p *Plan) validateScenario(v *ValidationError) {
 				known[h] = true
 			}
 		}
-		if d.Mode != DataPerIteration && d.Mode != DataPerVU {
-			v.add("data.mode", fmt.Sprintf("%q is not one of per-iteration, per-vu", d.Mode))
+		if !slices.Contains(DataModes, d.Mode) {
+			v.add("data.mode", fmt.Sprintf("%q is not one of %s", d.Mode, oneOf(DataModes)))
 		}
 	}
 	for _, r := range p.Requests {

@@ -16,6 +16,7 @@ const row = (vus: number, rps: number, over: Partial<SweepRow> = {}): SweepRow =
   cpu_percent: 127.4,
   rss_bytes: 31457280,
   knee: false,
+  generator_bound_seconds: 0,
   ...over,
 });
 

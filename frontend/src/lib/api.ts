@@ -5,7 +5,7 @@ import type {
   DistributionResponse,
   ListResponse,
   Plan,
-  PlanSpec,
+  PlanInput,
   Run,
   SamplesResponse,
   Secret,
@@ -215,8 +215,8 @@ export const authApi = {
 export const api = {
   listPlans: (signal?: AbortSignal) => request<ListResponse<Plan>>('GET', '/api/plans', undefined, signal),
   getPlan: (id: number | string, signal?: AbortSignal) => request<Plan>('GET', `/api/plans/${id}`, undefined, signal),
-  createPlan: (spec: PlanSpec) => request<Plan>('POST', '/api/plans', spec),
-  updatePlan: (id: number | string, spec: PlanSpec) => request<Plan>('PUT', `/api/plans/${id}`, spec),
+  createPlan: (spec: PlanInput) => request<Plan>('POST', '/api/plans', spec),
+  updatePlan: (id: number | string, spec: PlanInput) => request<Plan>('PUT', `/api/plans/${id}`, spec),
   deletePlan: (id: number | string) => request<void>('DELETE', `/api/plans/${id}`),
   startRun: (planId: number | string) => request<Run>('POST', `/api/plans/${planId}/runs`),
   listRuns: (q: RunQuery = {}, signal?: AbortSignal) =>

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { alignSeries, compareQueryString, fmtDeltaPct, fmtMetricDelta, fmtMetricValue, PICKS, parseCompareQuery, verdictCounts } from './compare';
 import type { CompareResponse, Sample } from './types';
 import fixture from '../test-fixtures/compare-1-3-5.json';
+import { sample } from '../test-fixtures/wire';
 
-const s = (elapsed: number, rps: number, p95: number | null = 1): Sample => ({
+const s = (elapsed: number, rps: number, p95: number | null = 1): Sample => sample({
   t: elapsed * 1000,
   elapsed_s: elapsed,
   requests: rps,

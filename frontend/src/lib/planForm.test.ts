@@ -33,7 +33,7 @@ import {
   typedInt,
 } from './planForm';
 import { mapFieldErrors } from './fieldErrors';
-import type { PlanSpec } from './types';
+import type { PlanInput, PlanSpec } from './types';
 
 const stored: PlanSpec = {
   name: 'static page',
@@ -186,7 +186,7 @@ describe('executor ⇄ load JSON', () => {
   const planWith = (load: Record<string, unknown>): PlanSpec => ({
     name: 'p',
     requests: [{ name: 'GET /', method: 'GET', url: 'http://127.0.0.1:1/', body: '', weight: 1 }],
-    load,
+    load: load as PlanSpec['load'],
     http: { timeout: '10s', keep_alive: true, follow_redirects: false, max_redirects: 10, insecure_skip_verify: false },
     thresholds: [],
   });
@@ -306,7 +306,7 @@ describe('HTTP options', () => {
   });
 
   it('a loaded plan sends back the options it had, defaults included, and keeps hosts', () => {
-    const spec: PlanSpec = {
+    const spec: PlanInput = {
       name: 'p',
       requests: [{ url: 'http://127.0.0.1:1/' }],
       load: { executor: 'constant-vus', vus: 1, duration: '1s' },

@@ -4,95 +4,50 @@
 // apply to …"), and keeps every plan field the form does not show (hosts, unknown keys, …) untouched.
 // Scenario fields (flow, think time, data, checks, extract, object thresholds) are written in the
 // server's key order, so a stored plan opened and saved unchanged gives back the same JSON.
-import type { PlanSpec, PlanStage } from './types';
+import {
+  CHECK_OPS,
+  CHECK_TYPES,
+  DATA_MODES,
+  DEFAULTS,
+  EXECUTORS,
+  EXECUTOR_INFO,
+  EXTRACT_ARG,
+  EXTRACT_FROM,
+  FLOWS,
+  METHODS,
+  type Executor,
+  type LoadFieldInfo,
+  type LoadFieldName,
+  type PlanThreshold,
+} from './contract.gen';
+import type { MessageKey } from './i18n.svelte';
+import { en } from './locales/en';
+import type { Loose, PlanInput, PlanRequest, PlanSpec, PlanStage } from './types';
 
-export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
-
-/** The executors, in the order the server lists them (backend/internal/plan/load.go). */
-export const EXECUTORS = [
-  'constant-vus',
-  'ramping-vus',
-  'per-vu-iterations',
-  'shared-iterations',
-  'constant-arrival-rate',
-  'ramping-arrival-rate',
-  'concurrency-sweep',
-] as const;
-export type Executor = (typeof EXECUTORS)[number];
+// The plan's vocabularies, executors and defaults come from the generated contract (contract.gen.ts,
+// `make contract`); they are re-exported under the names the components use.
+export { CHECK_OPS, CHECK_TYPES, DATA_MODES, EXECUTORS, EXTRACT_ARG, EXTRACT_FROM, FLOWS, METHODS };
+export type { Executor, PlanThreshold };
 
 /** A load field the form edits (JSON name). graceful_stop applies to every executor. */
-export type LoadField =
-  | 'vus'
-  | 'duration'
-  | 'iterations'
-  | 'max_duration'
-  | 'stages'
-  | 'start_vus'
-  | 'rate'
-  | 'start_rate'
-  | 'time_unit'
-  | 'pre_allocated_vus'
-  | 'max_vus'
-  | 'levels'
-  | 'step_duration';
+export type LoadField = LoadFieldName;
 
 /** Which load fields each executor takes, in the order the form shows them. */
-export const EXECUTOR_FIELDS: Record<Executor, readonly LoadField[]> = {
-  'constant-vus': ['vus', 'duration'],
-  'ramping-vus': ['start_vus', 'stages'],
-  'per-vu-iterations': ['vus', 'iterations', 'max_duration'],
-  'shared-iterations': ['vus', 'iterations', 'max_duration'],
-  'constant-arrival-rate': ['rate', 'time_unit', 'duration', 'pre_allocated_vus', 'max_vus'],
-  'ramping-arrival-rate': ['start_rate', 'time_unit', 'stages', 'pre_allocated_vus', 'max_vus'],
-  'concurrency-sweep': ['levels', 'step_duration'],
-};
+export const EXECUTOR_FIELDS = {} as Record<Executor, readonly LoadField[]>;
+for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((f) => f.name);
 
-const LOAD_FIELDS: readonly LoadField[] = [
-  'vus',
-  'duration',
-  'iterations',
-  'max_duration',
-  'stages',
-  'start_vus',
-  'rate',
-  'start_rate',
-  'time_unit',
-  'pre_allocated_vus',
-  'max_vus',
-  'levels',
-  'step_duration',
-];
+/** Every load field some executor takes. */
+const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
 const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify'];
-
-/** What the closed and open models mean (the tooltip of the model tag). */
-export const MODEL_HELP = {
-  closed:
-    'Closed model: each VU sends its next iteration only when the previous one has finished, so a slower target receives less load.',
-  open: 'Open model: iterations start on schedule whatever the target does; arrivals finding no free VU are counted as dropped iterations.',
-} as const;
-
-/** One line per executor: what it does (shown after its closed/open model tag). */
-export const EXECUTOR_HELP: Record<Executor, string> = {
-  'constant-vus': 'A fixed number of VUs loop over the requests for the whole duration.',
-  'ramping-vus': 'The number of VUs moves linearly from the start VUs to each stage’s target in turn.',
-  'per-vu-iterations': 'Each VU runs the requests a fixed number of times, then stops (bounded by max duration).',
-  'shared-iterations': 'The VUs share a fixed total of iterations — faster VUs take more — until all are done (bounded by max duration).',
-  'constant-arrival-rate':
-    'Iterations start at a fixed rate per time unit whatever the target does; arrivals finding no free VU are counted as dropped iterations.',
-  'ramping-arrival-rate':
-    'The rate moves linearly from the start rate to each stage’s target; iterations start on schedule whatever the target does, arrivals finding no free VU are counted as dropped iterations.',
-  'concurrency-sweep':
-    'Runs each VU level for one step duration and reports a capacity table: throughput and latency per level, and the knee where more concurrency stops adding throughput.',
-};
 
 export function isExecutor(ex: string): ex is Executor {
   return (EXECUTORS as readonly string[]).includes(ex);
 }
 
-/** isOpenModel: arrival-rate executors start iterations on a schedule (dropped iterations, schedule lag). */
+/** isOpenModel: the contract gives the executor the open model (iterations on a schedule: dropped iterations, schedule lag). */
 export function isOpenModel(ex: string | undefined): boolean {
-  return ex === 'constant-arrival-rate' || ex === 'ramping-arrival-rate';
+  return ex !== undefined && isExecutor(ex) && EXECUTOR_INFO[ex].model === 'open';
 }
 
 /** The fields of an executor; null for one this form does not know. */
@@ -100,7 +55,52 @@ export function fieldsOf(ex: string): readonly LoadField[] | null {
   return isExecutor(ex) ? EXECUTOR_FIELDS[ex] : null;
 }
 
-export const DEFAULT_LEVELS = [10, 50, 100, 500, 1000];
+/** The contract's description of each field of an executor (kind, required, default, help key); null for an unknown one. */
+export function fieldInfosOf(ex: string): readonly LoadFieldInfo[] | null {
+  return isExecutor(ex) ? EXECUTOR_INFO[ex].fields : null;
+}
+
+export const DEFAULT_LEVELS: number[] = [...DEFAULTS.sweep_levels];
+
+/** The form property holding each load field's text (stages: the rows of form.stages). */
+type LoadTextProp = 'vus' | 'duration' | 'iterations' | 'maxDuration' | 'startVUs' | 'rate' | 'startRate' | 'timeUnit' | 'preAllocatedVUs' | 'maxVUs' | 'levels' | 'stepDuration';
+
+/** How the editor shows one load field besides its label (the contract's helpKey): where its text lives, a unit, a hint, an example. */
+export interface LoadFieldUI {
+  prop: LoadTextProp;
+  unit?: MessageKey;
+  hint?: MessageKey;
+  /** Shown in the empty input when the server has no default of its own for the field. */
+  example?: string;
+}
+
+/** The editor's layout of the load fields (the contract says which an executor takes, their kind, label and defaults). */
+export const LOAD_FIELD_UI: Record<Exclude<LoadField, 'stages'>, LoadFieldUI> = {
+  rate: { prop: 'rate', unit: 'editor.rateUnit' },
+  start_rate: { prop: 'startRate', hint: 'editor.hint.startRate', example: '0' },
+  time_unit: { prop: 'timeUnit', hint: 'editor.hint.timeUnit' },
+  vus: { prop: 'vus' },
+  start_vus: { prop: 'startVUs', example: '0' },
+  iterations: { prop: 'iterations' },
+  duration: { prop: 'duration', hint: 'editor.hint.duration', example: '30s' },
+  max_duration: { prop: 'maxDuration', hint: 'editor.hint.maxDuration' },
+  pre_allocated_vus: { prop: 'preAllocatedVUs', hint: 'editor.hint.preAllocated' },
+  max_vus: { prop: 'maxVUs', hint: 'editor.hint.maxVus' },
+  levels: { prop: 'levels', unit: 'editor.levelsUnit', hint: 'editor.hint.levels' },
+  step_duration: { prop: 'stepDuration', hint: 'editor.hint.stepDuration' },
+};
+
+/** loadPlaceholder is what an empty load input shows: the server's default, else an example. */
+export function loadPlaceholder(f: LoadFieldInfo): string {
+  if (f.name === 'stages') return '';
+  const d = f.default;
+  if (Array.isArray(d)) return d.join(', ');
+  return d === null ? (LOAD_FIELD_UI[f.name].example ?? '') : String(d);
+}
+
+/** Help of each flow and data mode, from the English dictionary (the editor shows the current language's). */
+export const FLOW_HELP: Record<string, string> = Object.fromEntries(FLOWS.map((f) => [f, en[`editor.flowHelp.${f}` as const]]));
+export const DATA_MODE_HELP: Record<string, string> = Object.fromEntries(DATA_MODES.map((m) => [m, en[`editor.dataModeHelp.${m}` as const]]));
 
 export interface HeaderRow {
   key: string;
@@ -130,27 +130,6 @@ export interface StageRow {
   target: string;
 }
 
-/** Flows (plan.flow): how an iteration uses the requests. */
-export const FLOWS = ['weighted', 'sequence'] as const;
-export const FLOW_HELP: Record<string, string> = {
-  weighted: 'Each iteration sends one request, picked at random by its weight.',
-  sequence: 'Each iteration sends every request in order; values extracted by one request are available to the next.',
-};
-export const DATA_MODES = ['per-iteration', 'per-vu'] as const;
-export const DATA_MODE_HELP: Record<string, string> = {
-  'per-iteration': 'each iteration takes the next row (all VUs share one cursor; rows wrap around)',
-  'per-vu': 'VU n keeps row n for the whole run (rows wrap around)',
-};
-
-/** Check types and the ops the server accepts for each (backend/internal/plan/scenario.go). */
-export const CHECK_TYPES = ['status', 'header', 'body', 'json', 'latency'] as const;
-export const CHECK_OPS: Record<string, readonly string[]> = {
-  status: ['eq', 'ne', 'lt', 'le', 'gt', 'ge'],
-  header: ['eq', 'ne', 'contains', 'exists'],
-  body: ['contains', 'not_contains'],
-  json: ['eq', 'ne', 'exists', 'contains', 'lt', 'gt'],
-  latency: ['lt', 'le'],
-};
 /** How an op reads in the op select. */
 export const OP_LABELS: Record<string, string> = {
   eq: '=',
@@ -170,9 +149,6 @@ const CHECK_DEFAULT_VALUE: Record<string, string> = { status: '200', latency: '2
 export const JSON_VALUE_TYPES = ['text', 'number', 'true', 'false', 'null'] as const;
 export type JsonValueType = (typeof JSON_VALUE_TYPES)[number] | 'json';
 
-export const EXTRACT_FROM = ['json', 'header', 'regex'] as const;
-/** The key that holds what to extract, per `from`. */
-export const EXTRACT_ARG: Record<string, 'path' | 'name' | 'pattern'> = { json: 'path', header: 'name', regex: 'pattern' };
 export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)' };
 
 /** Variables every plan has ({{random_int a b}} takes two whole numbers). */
@@ -207,9 +183,6 @@ export interface ThresholdOpt {
   abortOnFail: boolean;
   extra: Record<string, unknown>;
 }
-
-/** A thresholds entry as the server takes it. (types.ts's PlanSpec still says string[].) */
-export type PlanThreshold = string | { expr: string; request?: string; abort_on_fail?: boolean; [k: string]: unknown };
 
 export interface RequestForm {
   name: string;
@@ -316,14 +289,14 @@ export function emptyForm(): PlanForm {
   return {
     name: '',
     requests: [{ ...emptyRequest(), url: 'http://127.0.0.1:8090/' }],
-    flow: 'weighted',
+    flow: DEFAULTS.flow,
     hadFlow: false,
     thinkTime: '',
     dataCsv: '',
-    dataMode: 'per-iteration',
+    dataMode: DEFAULTS.data_mode,
     hadDataMode: false,
     extraData: {},
-    executor: 'constant-vus',
+    executor: DEFAULTS.executor,
     vus: '10',
     duration: '30s',
     iterations: '100',
@@ -361,10 +334,11 @@ function omit(obj: Record<string, unknown> | undefined | null, keys: string[]): 
   return out;
 }
 
+/** pick keeps the given keys of obj, in obj's order. */
 function pick(obj: Record<string, unknown> | undefined | null, keys: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (!obj) return out;
-  for (const k of keys) if (k in obj) out[k] = obj[k];
+  for (const [k, v] of Object.entries(obj)) if (keys.includes(k)) out[k] = v;
   return out;
 }
 
@@ -378,7 +352,7 @@ function orDefault(v: unknown, dflt: string): string {
 }
 
 /** planToForm fills the form from a stored plan. Fields the executor does not use keep new-plan defaults. */
-export function planToForm(spec: PlanSpec): PlanForm {
+export function planToForm(spec: Loose<PlanSpec>): PlanForm {
   const d = emptyForm();
   const load = spec.load ?? {};
   const http = spec.http ?? {};
@@ -390,14 +364,14 @@ export function planToForm(spec: PlanSpec): PlanForm {
   return {
     name: str(spec.name),
     requests: (spec.requests ?? []).map(requestToForm),
-    flow: str(spec.flow || 'weighted'),
+    flow: str(spec.flow || DEFAULTS.flow),
     hadFlow: 'flow' in spec,
     thinkTime: str(spec.think_time),
     dataCsv: data ? str(data.csv) : '',
-    dataMode: data ? str(data.mode || 'per-iteration') : 'per-iteration',
+    dataMode: data ? str(data.mode || DEFAULTS.data_mode) : DEFAULTS.data_mode,
     hadDataMode: data ? 'mode' in data : false,
     extraData: omit(data, ['csv', 'mode']),
-    executor: str(load.executor || 'constant-vus'),
+    executor: str(load.executor || DEFAULTS.executor),
     vus: orDefault(load.vus, d.vus),
     duration: orDefault(load.duration, d.duration),
     iterations: orDefault(load.iterations, d.iterations),
@@ -438,7 +412,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 const REQUEST_KEYS = ['name', 'method', 'url', 'headers', 'body', 'weight', 'think_time', 'checks', 'extract', 'secret_headers'];
 
-function requestToForm(r: PlanSpec['requests'][number]): RequestForm {
+function requestToForm(r: Loose<PlanRequest>): RequestForm {
   const checks = Array.isArray(r.checks) ? (r.checks as unknown[]) : null;
   const extract = Array.isArray(r.extract) ? (r.extract as unknown[]) : null;
   const extra = omit(r, REQUEST_KEYS);
@@ -539,38 +513,20 @@ export function thresholdLines(text: string): string[] {
     .filter((l) => l !== '');
 }
 
-/** loadField returns the JSON value of one load field from the form (undefined = leave it out). */
-function loadField(form: PlanForm, f: LoadField): unknown {
-  switch (f) {
-    case 'vus':
-      return typedInt(form.vus);
-    case 'duration':
-      return form.duration.trim();
-    case 'iterations':
-      return typedInt(form.iterations);
-    case 'max_duration':
-      return form.maxDuration.trim();
-    case 'stages':
-      // Every row is sent, blank ones too, so that stages[i] in an answer is row i of the table.
-      return form.stages.length === 0
-        ? undefined
-        : form.stages.map((s) => ({ duration: s.duration.trim(), target: typedInt(s.target) ?? '' }));
-    case 'start_vus':
-      return typedInt(form.startVUs);
-    case 'rate':
-      return typedInt(form.rate);
-    case 'start_rate':
-      return typedInt(form.startRate);
-    case 'time_unit':
-      return form.timeUnit.trim();
-    case 'pre_allocated_vus':
-      return typedInt(form.preAllocatedVUs);
-    case 'max_vus':
-      return typedInt(form.maxVUs);
+/** loadField returns the JSON value of one load field from the form, by its kind (undefined = leave it out). */
+function loadField(form: PlanForm, f: LoadFieldInfo): unknown {
+  if (f.name === 'stages') {
+    // Every row is sent, blank ones too, so that stages[i] in an answer is row i of the table.
+    return form.stages.length === 0 ? undefined : form.stages.map((s) => ({ duration: s.duration.trim(), target: typedInt(s.target) ?? '' }));
+  }
+  const text = form[LOAD_FIELD_UI[f.name].prop];
+  switch (f.kind) {
     case 'levels':
-      return parseLevels(form.levels);
-    case 'step_duration':
-      return form.stepDuration.trim();
+      return parseLevels(text);
+    case 'duration':
+      return text.trim();
+    default:
+      return typedInt(text);
   }
 }
 
@@ -857,7 +813,7 @@ export function weightShares(form: PlanForm): (number | null)[] {
   return ws.map((w) => (w === null || total === 0 ? null : w / total));
 }
 
-function requestToPlan(r: RequestForm): PlanSpec['requests'][number] {
+function requestToPlan(r: RequestForm): PlanRequestInput {
   const out: Record<string, unknown> = {};
   setIf(out, 'name', r.name.trim());
   out.method = r.method;
@@ -875,17 +831,22 @@ function requestToPlan(r: RequestForm): PlanSpec['requests'][number] {
   if (r.extract.length > 0) out.extract = r.extract.map(rowToExtract);
   const marked = rows.filter((h) => h.secret && !alwaysSecret(h.key) && h.key.trim() !== '').map((h) => h.key.trim());
   if (marked.length > 0) out.secret_headers = marked;
-  return withExtra(out, r.extra) as PlanSpec['requests'][number];
+  return withExtra(out, r.extra) as PlanRequestInput;
 }
 
+type PlanRequestInput = PlanInput['requests'][number];
+
+/** A plan as formToPlan writes it: load, http and thresholds are always there. */
+export type FormPlan = PlanInput & Required<Pick<PlanInput, 'load' | 'http' | 'thresholds'>>;
+
 /** formToPlan builds the plan JSON sent to POST/PUT /api/plans. */
-export function formToPlan(form: PlanForm): PlanSpec {
+export function formToPlan(form: PlanForm): FormPlan {
   const requests = form.requests.map(requestToPlan);
 
   const load: Record<string, unknown> = { ...form.extraLoad, executor: form.executor };
-  const fields = fieldsOf(form.executor);
+  const fields = fieldInfosOf(form.executor);
   if (fields) {
-    for (const f of fields) setIf(load, f, loadField(form, f));
+    for (const f of fields) setIf(load, f.name, loadField(form, f));
   } else {
     // An executor this form does not know: send its fields back as they were loaded.
     Object.assign(load, form.loadedLoad);
@@ -903,20 +864,20 @@ export function formToPlan(form: PlanForm): PlanSpec {
   withExtra(http, form.extraHttp);
 
   const out: Record<string, unknown> = { name: form.name.trim(), requests };
-  if (form.flow !== 'weighted' || form.hadFlow) out.flow = form.flow;
+  if (form.flow !== DEFAULTS.flow || form.hadFlow) out.flow = form.flow;
   setIf(out, 'think_time', form.thinkTime.trim());
   if (form.dataCsv.trim() !== '' || Object.keys(form.extraData).length > 0) {
     const data: Record<string, unknown> = {};
     if (form.dataCsv.trim() !== '') data.csv = form.dataCsv;
     Object.assign(data, form.extraData);
-    if (form.dataMode !== 'per-iteration' || form.hadDataMode) data.mode = form.dataMode;
+    if (form.dataMode !== DEFAULTS.data_mode || form.hadDataMode) data.mode = form.dataMode;
     out.data = data;
   }
   out.load = load;
   out.http = http;
   // The server takes strings and objects; types.ts's PlanSpec (shared) still declares string[].
   out.thresholds = thresholdEntries(form);
-  return withExtra(out, form.extraPlan) as PlanSpec;
+  return withExtra(out, form.extraPlan) as FormPlan;
 }
 
 /** formSlots lists the field paths that have an input in the form as it is currently shown. */
@@ -1005,9 +966,9 @@ function span(text: unknown): string {
 }
 
 /** loadSummary describes a plan's load model in a few words ("10 VUs · 30s", "200 it/s · 8s · 5–50 VUs"). */
-export function loadSummary(load: PlanSpec['load'] | undefined | null): string {
+export function loadSummary(load: Loose<PlanSpec['load']> | undefined | null): string {
   if (!load) return '—';
-  const ex = String(load.executor || 'constant-vus');
+  const ex = String(load.executor || DEFAULTS.executor);
   const per = (unit: unknown) => {
     const u = span(unit || '1s');
     return u === '1s' ? '/s' : ` per ${u}`;

@@ -33,7 +33,7 @@ describe('secret headers in the plan form', () => {
       ['Accept', false],
     ]);
     expect(form.requests[0].extra).toEqual({}); // secret_headers is the form's own field
-    const lower = planToForm({ ...shown, requests: [{ ...shown.requests[0], secret_headers: ['x-api-key'] }] });
+    const lower = planToForm({ ...shown, requests: [{ ...shown.requests![0], secret_headers: ['x-api-key'] }] });
     expect(isSecretHeader(lower.requests[0].headers[1])).toBe(true);
     expect(formToPlan(lower).requests[0].secret_headers).toEqual(['X-Api-Key']); // the header's own spelling
   });

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { RunTracker, isTerminal } from './runState';
 import type { Run } from './types';
+import { plan, run } from '../test-fixtures/wire';
 
-const base: Run = { id: 7, plan_id: 1, status: 'running', started_at: '2026-11-29T10:00:00Z', ended_at: null };
+const base: Run = run({ id: 7, plan_id: 1, status: 'running', started_at: '2026-11-29T10:00:00Z', ended_at: null });
 const at = (over: Partial<Run>): Run => ({ ...base, ...over });
 
 describe('RunTracker (the stop race)', () => {
   it('a stop answer (202, still "running") arriving after the summary does not undo the final status', () => {
     const t = new RunTracker();
-    t.apply(at({ plan: { name: 'p', requests: [], load: {} } }), 'fetch');
+    t.apply(at({ plan: plan() }), 'fetch');
     t.apply(at({ status: 'stopped', ended_at: '2026-11-29T10:00:05Z', thresholds_ok: true }), 'summary');
     const shown = t.apply(at({ status: 'running' }), 'stop');
     expect(shown?.status).toBe('stopped');

@@ -3,10 +3,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import RunView from './RunView.svelte';
-import type { Run } from '../lib/types';
+import { plan as wirePlan, run as wireRun, summary as wireSummary } from '../test-fixtures/wire';
 
 const lat = { min: 0.1, mean: 1, p50: 1, p75: 1.2, p90: 1.5, p95: 2, p99: 4, p99_9: 8, max: 20 };
-const summary = {
+const summary = wireSummary({
   requests: 3600,
   successes: 3590,
   errors: 10,
@@ -26,8 +26,8 @@ const summary = {
   seconds: 3600,
   generator_bound_seconds: 0,
   executor: 'constant-vus',
-};
-const run: Run = {
+});
+const run = wireRun({
   id: 8,
   plan_id: 1,
   plan_name: 'p',
@@ -38,9 +38,9 @@ const run: Run = {
   thresholds_ok: true,
   notes: '',
   tags: ['nightly'],
-  summary: summary as Run['summary'],
-  plan: { name: 'p', requests: [{ method: 'GET', url: 'http://127.0.0.1:1/' }], load: { executor: 'constant-vus', vus: 2, duration: '1h' } },
-};
+  summary,
+  plan: wirePlan({ requests: [{ method: 'GET', url: 'http://127.0.0.1:1/' }], load: { executor: 'constant-vus', vus: 2, duration: '1h' } }),
+});
 // What the server sends for ?points=N of a 3600-second run: its pick of seconds (LTTB), uneven.
 const picked = [1, 5, 37, 120, 1800, 3599, 3600].map((e, i) => ({
   t: e * 1000,

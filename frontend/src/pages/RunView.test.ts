@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import RunView from './RunView.svelte';
 import type { Run } from '../lib/types';
+import { plan as wirePlan, run as wireRun } from '../test-fixtures/wire';
 
 class FakeSocket {
   static all: FakeSocket[] = [];
@@ -18,7 +19,7 @@ class FakeSocket {
   close() {}
 }
 
-const running: Run = {
+const running = wireRun({
   id: 7,
   plan_id: 1,
   plan_name: 'p',
@@ -26,8 +27,8 @@ const running: Run = {
   started_at: new Date(Date.now() - 3000).toISOString(),
   ended_at: null,
   summary: null,
-  plan: { name: 'p', requests: [{ method: 'GET', url: 'http://127.0.0.1:1/' }], load: { executor: 'constant-arrival-rate', rate: 10, duration: '8s', pre_allocated_vus: 2 } },
-};
+  plan: wirePlan({ requests: [{ method: 'GET', url: 'http://127.0.0.1:1/' }], load: { executor: 'constant-arrival-rate', rate: 10, duration: '8s', pre_allocated_vus: 2 } }),
+});
 
 const summary = {
   requests: 30,
