@@ -46,8 +46,8 @@ var customTypes = map[string]customType{
 	typeKey(reflect.TypeFor[plan.Duration]()): {ts: "string"}, // a Go duration: "30s", "1m30s"
 	typeKey(reflect.TypeFor[plan.Threshold]()): {ts: "PlanThreshold",
 		object: reflect.TypeFor[plan.Threshold](), objectName: "PlanThresholdObject"},
-	"encoding/json.RawMessage":                                   {ts: "unknown"},  // typed per field by fieldTypes
-	"github.com/volley-load/volley/backend/internal/api.tagList": {ts: "string[]"}, // [] when none
+	"encoding/json.RawMessage":                                    {ts: "unknown"},  // typed per field by fieldTypes
+	"github.com/volley-load/volley/backend/internal/runs.TagList": {ts: "string[]"}, // [] when none
 }
 
 // fieldTypes are the fields the api writes from stored JSON (json.RawMessage).

@@ -254,7 +254,7 @@ export type Summary = {
   generator_bound_seconds: number;
 };
 
-/** The JSON of Go's api.runJSON. */
+/** The JSON of Go's runs.Run. */
 export type RunListItem = {
   id: number;
   plan_id: number;
