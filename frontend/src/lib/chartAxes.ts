@@ -56,6 +56,47 @@ export function distributionData(items: readonly { percentile: number; value_ms:
 }
 
 
+/** One line of a per-second chart. */
+export interface ElapsedLine {
+  label: string;
+  color: string;
+  dash?: number[];
+  fill?: string;
+}
+
+/**
+ * elapsedChart gives the scales, axes and series of a per-second chart: elapsed seconds on x, y
+ * from 0 to 8 % above the highest value, one line per entry, legend values as format(v) + unit.
+ */
+export function elapsedChart(
+  elapsedLabel: string,
+  unit: string,
+  format: (v: number) => string,
+  lines: ElapsedLine[],
+  spanGaps: boolean,
+): Pick<uPlot.Options, 'scales' | 'axes' | 'series'> {
+  return {
+    scales: {
+      x: { time: false },
+      y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.08 : 1] },
+    },
+    axes: elapsedAxes(elapsedLabel, unit, format),
+    series: [
+      { label: elapsedLabel, value: (_u, v) => (v == null ? '—' : fmtElapsed(v)) },
+      ...lines.map((l) => ({
+        label: l.label,
+        stroke: l.color,
+        width: 1.5,
+        dash: l.dash,
+        fill: l.fill,
+        spanGaps,
+        points: { show: false },
+        value: (_u: uPlot, v: number | null) => (v == null ? '—' : `${format(v)} ${unit}`),
+      })),
+    ],
+  };
+}
+
 /**
  * elapsedAxes are the axes of every per-second chart: elapsed time on x (whole seconds, since
  * samples are one a second) and the value on y, wide enough for its longest tick label.
@@ -70,12 +111,17 @@ export function elapsedAxes(elapsedLabel: string, unit: string, format: (v: numb
       values: (_u, splits) => splits.map(fmtElapsed),
       grid: { stroke: '#eef0f3' },
     },
-    {
-      label: unit,
-      labelSize: 18,
-      size: (_u, values) => 30 + 7 * Math.max(3, ...(values ?? []).map((v) => String(v).length)),
-      values: (_u, splits) => splits.map((v) => format(v)),
-      grid: { stroke: '#eef0f3' },
-    },
+    valueAxis(unit, format),
   ];
+}
+
+/** valueAxis is a y axis labelled `label`, wide enough for its longest tick label ("100,000"). */
+export function valueAxis(label: string, format: (v: number) => string): uPlot.Axis {
+  return {
+    label,
+    labelSize: 18,
+    size: (_u, values) => 30 + 7 * Math.max(3, ...(values ?? []).map((v) => String(v).length)),
+    values: (_u, splits) => splits.map((v) => format(v)),
+    grid: { stroke: '#eef0f3' },
+  };
 }
