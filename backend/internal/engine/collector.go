@@ -8,7 +8,6 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
-	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/procstat"
 )
 
@@ -34,7 +33,8 @@ type collector struct {
 	rssMax             uint64
 	seconds, boundSecs int
 	boundCPU           float64
-	levels             []levelAgg // concurrency-sweep only
+	levels             []levelAgg // a stepped executor's (concurrency-sweep) levels; nil for the others
+	sweep              stepper    // nil for executors without levels
 	nameCur, namePrev  []metrics.NameCount
 
 	// reused every second: no per-second histogram allocation but the encoded string
@@ -55,7 +55,7 @@ type levelAgg struct {
 }
 
 func newCollector(e *Engine) *collector {
-	return &collector{
+	c := &collector{
 		e: e, sampler: procstat.New(),
 		cur: metrics.NewCounts(), prev: metrics.NewCounts(), delta: metrics.NewCounts(),
 		lastTick: e.start,
@@ -63,6 +63,8 @@ func newCollector(e *Engine) *collector {
 		soFar:    metrics.NewHist(),
 		boundCPU: boundFraction * 100 * float64(runtime.GOMAXPROCS(0)),
 	}
+	c.sweep, _ = e.exec.(stepper)
+	return c
 }
 
 func (c *collector) loop(stop <-chan struct{}) {
@@ -155,7 +157,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		s.RPS = round(float64(d.Requests)/span, 1)
 	}
 	s.GeneratorBound = ps.CPUPercent >= c.boundCPU || lagP99 > float64(boundLag/time.Millisecond)
-	if c.e.p.Load.Executor == plan.ConcurrencySweep {
+	if c.sweep != nil {
 		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
 	}
 	if ns := c.e.names; ns != nil {
@@ -268,11 +270,11 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 
 // addToLevel adds one second to the sweep level that was running when the second began.
 func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts, h *hdr.Histogram, cpu float64, rss uint64, bound bool) {
-	l := c.e.p.Load
+	levels, step := c.sweep.steps()
 	if c.levels == nil {
-		c.levels = make([]levelAgg, len(l.Levels))
+		c.levels = make([]levelAgg, len(levels))
 	}
-	i := int(began.Sub(c.e.start) / l.StepDuration.D())
+	i := int(began.Sub(c.e.start) / step)
 	if i < 0 || i >= len(c.levels) {
 		i = len(c.levels) - 1 // the drain after the last step
 	}
@@ -302,8 +304,9 @@ const kneeShare = 0.95
 func (c *collector) sweepRows() []metrics.SweepRow {
 	rows := make([]metrics.SweepRow, 0, len(c.levels))
 	best := 0.0
+	levels, _ := c.sweep.steps()
 	for i, a := range c.levels {
-		r := metrics.SweepRow{VUs: c.e.p.Load.Levels[i], DurationS: round(a.span, 3), Requests: a.requests}
+		r := metrics.SweepRow{VUs: levels[i], DurationS: round(a.span, 3), Requests: a.requests}
 		if a.hist != nil {
 			r.P50 = metrics.Percentile(a.hist, 50)
 			r.P90 = metrics.Percentile(a.hist, 90)

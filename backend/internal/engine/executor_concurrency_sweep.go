@@ -46,6 +46,10 @@ type concurrencySweepRun struct {
 
 func (x *concurrencySweepRun) launch(ctx context.Context) { x.e.launchProfile(ctx, &x.prof) }
 
+func (x *concurrencySweepRun) steps() ([]int, time.Duration) {
+	return x.e.p.Load.Levels, x.e.p.Load.StepDuration.D()
+}
+
 // stepProfile builds the profile of a concurrency sweep: each level held for step.
 func stepProfile(levels []int, step time.Duration) profile {
 	var p profile

@@ -31,6 +31,13 @@ type vuPool interface {
 	allocatedVUs() int64
 }
 
+// stepper is an executor that holds VU levels one step each (concurrency-sweep): the collector
+// adds each second to the level it began in, and the summary gets a capacity table, one row per
+// level (collector.sweepRows).
+type stepper interface {
+	steps() (levels []int, step time.Duration)
+}
+
 // builders are the registered executors' run sides, by name.
 var builders = map[string]func(e *Engine) executor{}
 

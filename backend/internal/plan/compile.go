@@ -20,8 +20,8 @@ type Compiled struct {
 	Plan       *Plan
 	Requests   []CompiledRequest // one per Plan.Requests, in order
 	Thresholds []Rule            // one per Plan.Thresholds, in order
-	// Rows is the data table (Plan.Data) without its header: one value per column, a cell missing
-	// from a short row being empty. Nil without data.
+	// Rows is the data table (Plan.Data) without its header row: one value per column. Nil
+	// without data.
 	Rows [][][]byte
 	// ExtractSlots is the number of distinct extracted variables; ExtractRule.Slot and the
 	// PartExtract parts of templates index them (0 ≤ slot < ExtractSlots).

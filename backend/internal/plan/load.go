@@ -103,12 +103,10 @@ func (l *Load) validate(v *ValidationError) {
 	set := l.set()
 	allowed := map[string]bool{}
 	for _, f := range spec.Fields {
+		allowed[f.Name] = true
 		if f.Required && !set[f.Name] {
 			v.add("load."+f.Name, requiredMsg(f.Name, l.Executor))
 		}
-	}
-	for _, f := range spec.Fields {
-		allowed[f.Name] = true
 	}
 	var extra []string
 	for f, isSet := range set {
