@@ -214,13 +214,38 @@ func compareIDs(c *gin.Context) ([]int64, int, error) {
 	return ids, base, nil
 }
 
+// compareOptions reads ?threshold=5 (the practical threshold of TPS and latency, in % of the
+// baseline, 0 < t ≤ 100; default compare.DefaultThreshold) and ?error_threshold=0.1 (that of the
+// error rate, in percentage points, 0 < t ≤ 100; default compare.DefaultErrorThreshold).
+func compareOptions(c *gin.Context) (compare.Options, error) {
+	var opt compare.Options
+	for _, p := range []struct {
+		name string
+		dst  *float64
+	}{{"threshold", &opt.Threshold}, {"error_threshold", &opt.ErrorThreshold}} {
+		raw := c.Query(p.name)
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil || !(v > 0 && v <= 100) {
+			return opt, badRequest("%s must be a percentage above 0 and at most 100, not %q", p.name, raw)
+		}
+		*p.dst = v / 100
+	}
+	return opt, nil
+}
+
 type compareJSON struct {
-	Runs     []runJSON                   `json:"runs"`
-	Baseline int64                       `json:"baseline"`
-	Metrics  []compare.Metric            `json:"metrics"`
-	Warnings []compare.Warning           `json:"warnings"`
-	Seconds  []compare.SecondsInfo       `json:"seconds"`
-	Series   map[int64][]json.RawMessage `json:"series"`
+	Runs           []runJSON                   `json:"runs"`
+	Baseline       int64                       `json:"baseline"`
+	Threshold      float64                     `json:"threshold"`
+	ErrorThreshold float64                     `json:"error_threshold"`
+	Confidence     float64                     `json:"confidence"`
+	Metrics        []compare.Metric            `json:"metrics"`
+	Warnings       []compare.Warning           `json:"warnings"`
+	Seconds        []compare.SecondsInfo       `json:"seconds"`
+	Series         map[int64][]json.RawMessage `json:"series"`
 }
 
 func (s *Server) compareRuns(c *gin.Context) (int, any, error) {
@@ -229,6 +254,10 @@ func (s *Server) compareRuns(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	n, err := pointsParam(c, DefaultComparePoints)
+	if err != nil {
+		return 0, nil, err
+	}
+	opt, err := compareOptions(c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -261,10 +290,11 @@ func (s *Server) compareRuns(c *gin.Context) (int, any, error) {
 		out.Series[id] = series.Items
 		out.Runs = append(out.Runs, toRunJSON(r))
 	}
-	res, err := compare.Compare(runs, base, compare.Options{})
+	res, err := compare.Compare(runs, base, opt)
 	if err != nil {
 		return 0, nil, err
 	}
 	out.Baseline, out.Metrics, out.Warnings, out.Seconds = res.Baseline, res.Metrics, res.Warnings, res.Seconds
+	out.Threshold, out.ErrorThreshold, out.Confidence = res.Threshold, res.ErrorThreshold, res.Confidence
 	return http.StatusOK, out, nil
 }
