@@ -124,7 +124,7 @@ func TestCompareTwoRunsInTheBrowser(t *testing.T) {
 			t.Logf("ui compare %-11s #%s %-12s %s", r.Metric, c.RunID, c.Verdict, c.Text)
 		}
 	}
-	valid := map[string]bool{"baseline": true, "regression": true, "improvement": true, "no_change": true, "inconclusive": true}
+	valid := map[string]bool{"baseline": true, "regression": true, "improvement": true, "no_change": true, "inconclusive": true, "none": true}
 	for _, m := range []string{"tps", "p50", "p90", "p95", "p99", "max", "error_rate", "cpu_percent", "rss_bytes"} {
 		r, ok := byMetric[m]
 		if !ok {

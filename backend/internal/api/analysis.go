@@ -94,6 +94,28 @@ func compareIDs(c *gin.Context) ([]int64, int, error) {
 	return ids, base, nil
 }
 
+// compareOptions reads ?threshold=5 (the practical threshold of TPS and latency, in % of the
+// baseline, 0 < t ≤ 100; default compare.DefaultThreshold) and ?error_threshold=0.1 (that of the
+// error rate, in percentage points, 0 < t ≤ 100; default compare.DefaultErrorThreshold).
+func compareOptions(c *gin.Context) (compare.Options, error) {
+	var opt compare.Options
+	for _, p := range []struct {
+		name string
+		dst  *float64
+	}{{"threshold", &opt.Threshold}, {"error_threshold", &opt.ErrorThreshold}} {
+		raw := c.Query(p.name)
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(raw, 64)
+		if err != nil || !(v > 0 && v <= 100) {
+			return opt, badRequest("%s must be a percentage above 0 and at most 100, not %q", p.name, raw)
+		}
+		*p.dst = v / 100
+	}
+	return opt, nil
+}
+
 func (s *Server) compareRuns(c *gin.Context) (int, any, error) {
 	ids, base, err := compareIDs(c)
 	if err != nil {
@@ -103,7 +125,11 @@ func (s *Server) compareRuns(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := s.runs.Compare(c.Request.Context(), ids, base, n)
+	opt, err := compareOptions(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := s.runs.Compare(c.Request.Context(), ids, base, n, opt)
 	var nf *runs.NotFoundError
 	if errors.As(err, &nf) {
 		return 0, nil, errf(http.StatusNotFound, "not_found", "%s", nf.Error())

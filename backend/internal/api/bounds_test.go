@@ -199,6 +199,7 @@ func malformed() []struct{ method, path, body string } {
 		"/api/compare", "/api/compare?ids=", "/api/compare?ids=a,b", "/api/compare?ids=1", "/api/compare?ids=1,1",
 		"/api/compare?ids=-1,0", "/api/compare?ids=" + reqs(500, strconv.Itoa), "/api/compare?ids=1,2&baseline=x",
 		"/api/compare?ids=1,2&baseline=99", "/api/compare?ids=99999999999999999999,1",
+		"/api/compare?ids=1,2&threshold=-5", "/api/compare?ids=1,2&threshold=NaN", "/api/compare?ids=1,2&threshold=1e400",
 	}
 	for _, q := range queries {
 		add("GET", q, "")

@@ -359,7 +359,12 @@ func TestCompareEndpoint(t *testing.T) {
 		{"compare", "GET", "/api/compare?ids=" + ids, "", 200, []string{
 			fmt.Sprintf(`"baseline":%d`, base), `"metric":"p95"`, `"verdict":"regression"`, `"verdict":"no_change"`,
 			`"verdict":"inconclusive"`, `"verdict":"baseline"`, `"code":"load_differs"`, `"code":"few_seconds"`, `"ci":[`, `"p_value":`,
-			`"series":{`, `"notes":""`}},
+			`"series":{`, `"notes":""`, `"threshold":0.05,`, `"error_threshold":0.001,`, `"confidence":0.95,`, `"effect":`,
+			`"ci_low":`, `"ci_high":`, `"effect_kind":"relative"`, `"follows_load":true`, `"verdict":"none"`, `"decide_seconds":30`, `"load":true`}},
+		{"threshold", "GET", fmt.Sprintf("/api/compare?ids=%d,%d&threshold=50&error_threshold=1", base, slow), "", 200, []string{
+			`"threshold":0.5,`, `"error_threshold":0.01,`, `"floor_pct":50`}},
+		{"threshold zero", "GET", fmt.Sprintf("/api/compare?ids=%d,%d&threshold=0", base, slow), "", 400, []string{"threshold must be a percentage"}},
+		{"threshold text", "GET", fmt.Sprintf("/api/compare?ids=%d,%d&error_threshold=x", base, slow), "", 400, []string{"error_threshold must be a percentage"}},
 		{"one id", "GET", fmt.Sprintf("/api/compare?ids=%d", base), "", 400, []string{"compare 2 to 5 runs"}},
 		{"six ids", "GET", "/api/compare?ids=1,2,3,4,5,6", "", 400, []string{"compare 2 to 5 runs"}},
 		{"no ids", "GET", "/api/compare", "", 400, []string{"ids is required"}},

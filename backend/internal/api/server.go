@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/volley-load/volley/backend/internal/compare"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/report"
@@ -47,7 +48,7 @@ type Runs interface {
 	// The reads that compute from a stored run.
 	Seconds(ctx context.Context, id int64, points int) (runs.Seconds, error)
 	Distribution(ctx context.Context, id int64) (runs.Distribution, error)
-	Compare(ctx context.Context, ids []int64, base, points int) (runs.Comparison, error)
+	Compare(ctx context.Context, ids []int64, base, points int, opt compare.Options) (runs.Comparison, error)
 	Report(ctx context.Context, id int64) (report.Report, error)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -16,51 +17,76 @@ import (
 // Verdict is the outcome for one metric of one run against the baseline.
 type Verdict string
 
-// Verdicts. Baseline marks the baseline's own row.
+// Verdicts. Baseline marks the baseline's own row; NotJudged a metric shown without a verdict
+// (one that follows the load, or has no reliable test).
 const (
 	Regression   Verdict = "regression"
 	Improvement  Verdict = "improvement"
 	NoChange     Verdict = "no_change"
 	Inconclusive Verdict = "inconclusive"
 	Baseline     Verdict = "baseline"
+	NotJudged    Verdict = "none"
 )
 
 // Bounds and defaults of the method (see the package documentation).
 const (
 	MinRuns = 2
 	MaxRuns = 5
-	// MinSeconds is the fewest usable seconds a run needs for any verdict but inconclusive.
-	MinSeconds       = 10
-	DefaultAlpha     = 0.01
-	DefaultConf      = 0.99
-	DefaultResamples = 2000
+	// MinSeconds is the fewest usable seconds a run needs for any verdict but inconclusive (the
+	// fewest that estimate the noise and its autocorrelation at all).
+	MinSeconds = 4
+	// DefaultAlpha is 1 − DefaultConf: the two-sided error rate of the intervals.
+	DefaultAlpha = 0.05
+	// DefaultConf is the level of every confidence interval.
+	DefaultConf      = 0.95
+	DefaultResamples = 1000
 	DefaultSeed      = 2013
+	// DefaultThreshold is the practical threshold of TPS and latency: a relative change smaller
+	// than this (5 %) is no change worth a verdict.
+	DefaultThreshold = 0.05
+	// DefaultErrorThreshold is the practical threshold of the error rate, absolute (0.1
+	// percentage point), because a baseline error rate is often 0.
+	DefaultErrorThreshold = 0.001
 	// MaxUnits bounds the bootstrap's resampling units (longer runs are resampled in blocks).
 	MaxUnits = 600
-	// DurationTolerance is the relative duration difference above which runs are flagged.
+	// DurationTolerance is the relative duration (or concurrency) difference above which runs
+	// are flagged as applying different loads.
 	DurationTolerance = 0.10
 )
 
 // Options tune Compare; zero fields take the defaults above.
 type Options struct {
-	Alpha      float64 // significance level of the Mann-Whitney tests
-	Confidence float64 // level of the bootstrap intervals
+	Alpha      float64 // 1 − Confidence, used when Confidence is 0
+	Confidence float64 // level of the confidence intervals (default 0.95)
 	Resamples  int     // bootstrap resamples (at least 1000 is sensible)
 	Seed       uint64  // seed of the bootstrap's random generator
+	// Threshold is the practical threshold of TPS and latency, a fraction of the baseline
+	// (0.05 = 5 %). Values outside (0, 1] take DefaultThreshold.
+	Threshold float64
+	// ErrorThreshold is the practical threshold of the error rate, absolute (0.001 = 0.1
+	// percentage point). Values outside (0, 1] take DefaultErrorThreshold.
+	ErrorThreshold float64
 }
 
 func (o Options) withDefaults() Options {
-	if o.Alpha <= 0 || o.Alpha >= 1 {
-		o.Alpha = DefaultAlpha
-	}
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = DefaultConf
+		if o.Alpha > 0 && o.Alpha < 1 {
+			o.Confidence = 1 - o.Alpha
+		}
 	}
+	o.Alpha = 1 - o.Confidence
 	if o.Resamples <= 0 {
 		o.Resamples = DefaultResamples
 	}
 	if o.Seed == 0 {
 		o.Seed = DefaultSeed
+	}
+	if o.Threshold <= 0 || o.Threshold > 1 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.ErrorThreshold <= 0 || o.ErrorThreshold > 1 {
+		o.ErrorThreshold = DefaultErrorThreshold
 	}
 	return o
 }
@@ -96,16 +122,21 @@ type Run struct {
 }
 
 type pendingSecond struct {
-	rps, cpu, rss    float64
-	requests, errors int64
-	bound            bool
-	h                *hdr.Histogram
+	second
+	bound bool
+	fine  []fineCount // non-zero counts of the second's histogram
+}
+
+// fineCount is one non-zero slot of a histogram's counts in metrics' geometry.
+type fineCount struct {
+	i int
+	c int64
 }
 
 type second struct {
-	rps, cpu, rss    float64
-	requests, errors int64
-	hist             chist
+	rps, cpu, rss, vus float64
+	requests, errors   int64
+	hist               chist
 }
 
 // NewRun starts a run with no seconds (a summary-only run unless seconds are added).
@@ -114,11 +145,23 @@ func NewRun(m Meta) *Run { return &Run{Meta: m} }
 // AddSecond adds the run's next stored second and its latency histogram (nil if none). The first
 // and the last second added, and generator-bound ones, are left out of the tests.
 func (r *Run) AddSecond(s metrics.Sample, h *hdr.Histogram) {
+	var fine []fineCount
+	if h != nil && h.TotalCount() > 0 {
+		for i, c := range countsOf(h) {
+			if c != 0 {
+				fine = append(fine, fineCount{i, c})
+			}
+		}
+	}
+	r.addSecond(s, fine)
+}
+
+func (r *Run) addSecond(s metrics.Sample, fine []fineCount) {
 	if r.pending != nil && r.added > 1 { // the pending second is neither the first nor the last
 		r.take(r.pending)
 	}
-	r.pending = &pendingSecond{rps: s.RPS, cpu: s.Client.CPUPercent, rss: float64(s.Client.RSSBytes),
-		requests: s.Requests, errors: s.Errors, bound: s.GeneratorBound, h: h}
+	r.pending = &pendingSecond{second: second{rps: s.RPS, cpu: s.Client.CPUPercent, rss: float64(s.Client.RSSBytes),
+		vus: float64(s.ActiveVUs), requests: s.Requests, errors: s.Errors}, bound: s.GeneratorBound, fine: fine}
 	r.added++
 }
 
@@ -127,18 +170,17 @@ func (r *Run) take(p *pendingSecond) {
 		r.bound++
 		return
 	}
-	sec := second{rps: p.rps, cpu: p.cpu, rss: p.rss, requests: p.requests, errors: p.errors}
-	if p.h != nil && p.h.TotalCount() > 0 {
+	sec := p.second
+	if len(p.fine) > 0 {
 		initCoarse()
-		counts := countsOf(p.h)
 		if r.exact == nil {
 			r.exact = make([]int64, metrics.CountsLen)
 			r.scratch = make([]int64, nCoarse)
 		}
-		for i, c := range counts {
-			r.exact[i] += c
+		for _, f := range p.fine {
+			r.exact[f.i] += f.c
 		}
-		sec.hist = coarsen(counts, r.scratch)
+		sec.hist = coarsen(p.fine, r.scratch)
 	}
 	r.usable = append(r.usable, sec)
 }
@@ -149,12 +191,17 @@ func (r *Run) Seconds() int        { return r.added }
 func (r *Run) Usable() int         { return len(r.usable) }
 func (r *Run) GeneratorBound() int { return r.bound }
 
-// Result is the comparison.
+// Result is the comparison. Threshold and ErrorThreshold are the practical thresholds used
+// (fractions: 0.05 = 5 % of the baseline; 0.001 = 0.1 percentage point of error rate) and
+// Confidence the level of the intervals.
 type Result struct {
-	Baseline int64         `json:"baseline"`
-	Metrics  []Metric      `json:"metrics"`
-	Warnings []Warning     `json:"warnings"`
-	Seconds  []SecondsInfo `json:"seconds"`
+	Baseline       int64         `json:"baseline"`
+	Threshold      float64       `json:"threshold"`
+	ErrorThreshold float64       `json:"error_threshold"`
+	Confidence     float64       `json:"confidence"`
+	Metrics        []Metric      `json:"metrics"`
+	Warnings       []Warning     `json:"warnings"`
+	Seconds        []SecondsInfo `json:"seconds"`
 }
 
 // SecondsInfo says how many of a run's seconds the tests used.
@@ -167,54 +214,80 @@ type SecondsInfo struct {
 }
 
 // Metric is one row group of the delta table.
+//
+// EffectKind says how Value.Effect, CILow, CIHigh and Threshold are expressed: "relative" (a
+// fraction of the baseline: −0.2 is 20 % lower) or "absolute" (in the metric's unit; the error
+// rate). FollowsLoad marks a metric that moves with the throughput (the load generator's CPU and
+// memory): it is shown without a verdict.
 type Metric struct {
 	Metric         string   `json:"metric"`
 	Unit           string   `json:"unit"`
 	HigherIsBetter bool     `json:"higher_is_better"`
-	Test           string   `json:"test"`                // "mann-whitney" or "bootstrap"
-	FloorPct       *float64 `json:"floor_pct,omitempty"` // practical floor, % of the baseline
-	FloorAbs       *float64 `json:"floor_abs,omitempty"` // practical floor, in the metric's unit
-	Values         []Value  `json:"values"`              // one per run, in the given order
+	Test           string   `json:"test"`                // "autocorrelated-t", "bootstrap" or "none"
+	FloorPct       *float64 `json:"floor_pct,omitempty"` // practical threshold, % of the baseline
+	FloorAbs       *float64 `json:"floor_abs,omitempty"` // practical threshold, in the metric's unit
+	EffectKind     string   `json:"effect_kind,omitempty"`
+	Threshold      *float64 `json:"threshold,omitempty"` // practical threshold, in EffectKind's terms
+	FollowsLoad    bool     `json:"follows_load,omitempty"`
+	Values         []Value  `json:"values"` // one per run, in the given order
 }
 
 // Value is one run's figure for a metric. Value, Delta and DeltaPct are null when unknown
-// (DeltaPct also when the baseline is 0). PValue comes with Mann-Whitney metrics, CI (the
-// interval of run − baseline, in the metric's unit) with bootstrap ones.
+// (DeltaPct also when the baseline is 0). Effect is the difference from the baseline in the
+// metric's EffectKind (relative: run/baseline − 1), CILow–CIHigh its confidence interval; CI is
+// the same interval of run − baseline in the metric's unit. PValue is the two-sided p-value of
+// the autocorrelated t test. An inconclusive value says in DecideHint what would decide it, with
+// DecideCode naming the case for translation: "longer_run" (DecideSeconds is the run length, in
+// seconds for both runs, that the observed noise calls for), "near_threshold" (the effect is
+// about the threshold), "too_noisy" (no practical length would do) or "per_second_data" (a run
+// has no seconds).
 type Value struct {
-	RunID    int64       `json:"run_id"`
-	Label    string      `json:"label,omitempty"`
-	Value    *float64    `json:"value"`
-	Delta    *float64    `json:"delta"`
-	DeltaPct *float64    `json:"delta_pct"`
-	Verdict  Verdict     `json:"verdict"`
-	PValue   *float64    `json:"p_value,omitempty"`
-	CI       *[2]float64 `json:"ci,omitempty"`
-	N        int         `json:"n"` // usable seconds behind the test
-	Reason   string      `json:"reason,omitempty"`
+	RunID         int64       `json:"run_id"`
+	Label         string      `json:"label,omitempty"`
+	Value         *float64    `json:"value"`
+	Delta         *float64    `json:"delta"`
+	DeltaPct      *float64    `json:"delta_pct"`
+	Verdict       Verdict     `json:"verdict"`
+	Effect        *float64    `json:"effect,omitempty"`
+	CILow         *float64    `json:"ci_low,omitempty"`
+	CIHigh        *float64    `json:"ci_high,omitempty"`
+	PValue        *float64    `json:"p_value,omitempty"`
+	CI            *[2]float64 `json:"ci,omitempty"`
+	N             int         `json:"n"` // usable seconds behind the test
+	Reason        string      `json:"reason,omitempty"`
+	DecideHint    string      `json:"decide_hint,omitempty"`
+	DecideCode    string      `json:"decide_code,omitempty"`
+	DecideSeconds int         `json:"decide_seconds,omitempty"`
 }
 
-// Warning says why runs may not be comparable.
+// Warning says why runs may not be comparable. Load is true when the runs did not apply the
+// same load (executor, load settings, duration, achieved concurrency or requests differ); the
+// other warnings are about the data the tests could use.
 type Warning struct {
 	Code    string `json:"code"`
 	RunID   int64  `json:"run_id,omitempty"`
+	Load    bool   `json:"load,omitempty"`
 	Message string `json:"message"`
 }
 
 const (
-	testMW   = "mann-whitney"
-	testBoot = "bootstrap"
+	testSeries = "autocorrelated-t"
+	testBoot   = "bootstrap"
+	testNone   = "none"
 )
 
 type metricDef struct {
 	name, unit   string
 	higherBetter bool
 	test         string
-	floorRel     float64 // fraction of the baseline
-	floorAbs     float64
-	// Mann-Whitney metrics: the per-second observation (ok false: the second has none) and the
-	// value over usable seconds.
-	obs   func(second) (float64, bool)
-	value func([]second) (float64, bool)
+	relative     bool // effect and threshold relative to the baseline, else absolute
+	// notJudged: shown without a verdict, for this reason
+	notJudged   string
+	followsLoad bool
+	// autocorrelated-t metrics: the figure of usable seconds ss (ok false: none)
+	value func(ss []second) (float64, bool)
+	// has: whether a second carries an observation (nil: every one)
+	has func(second) bool
 	// bootstrap metrics: the percentile (100 = max), index into bootPs
 	pct int
 	// the figure when a run has no usable second
@@ -222,25 +295,24 @@ type metricDef struct {
 }
 
 // bootPs are the percentiles the bootstrap computes per resample (ascending; 100 is the max).
-var bootPs = []float64{50, 90, 95, 99, 100}
+var bootPs = []float64{50, 90, 95, 99}
+
+const followsLoadReason = "follows the load (moves with the throughput): no verdict"
+
+func withRequests(s second) bool { return s.requests > 0 }
 
 var defs = []metricDef{
-	{name: "tps", unit: "req/s", higherBetter: true, test: testMW, floorRel: 0.05,
-		obs:     func(s second) (float64, bool) { return s.rps, true },
+	{name: "tps", unit: "req/s", higherBetter: true, test: testSeries, relative: true,
 		value:   meanOf(func(s second) float64 { return s.rps }),
 		summary: func(s *metrics.Summary) float64 { return s.RPS }},
-	{name: "p50", unit: "ms", test: testBoot, floorRel: 0.05, pct: 0, summary: func(s *metrics.Summary) float64 { return s.Latency.P50 }},
-	{name: "p90", unit: "ms", test: testBoot, floorRel: 0.05, pct: 1, summary: func(s *metrics.Summary) float64 { return s.Latency.P90 }},
-	{name: "p95", unit: "ms", test: testBoot, floorRel: 0.05, pct: 2, summary: func(s *metrics.Summary) float64 { return s.Latency.P95 }},
-	{name: "p99", unit: "ms", test: testBoot, floorRel: 0.05, pct: 3, summary: func(s *metrics.Summary) float64 { return s.Latency.P99 }},
-	{name: "max", unit: "ms", test: testBoot, floorRel: 0.05, pct: 4, summary: func(s *metrics.Summary) float64 { return s.Latency.Max }},
-	{name: "error_rate", unit: "fraction", test: testMW, floorAbs: 0.001,
-		obs: func(s second) (float64, bool) {
-			if s.requests <= 0 {
-				return 0, false
-			}
-			return float64(s.errors) / float64(s.requests), true
-		},
+	{name: "p50", unit: "ms", test: testBoot, relative: true, pct: 0, summary: func(s *metrics.Summary) float64 { return s.Latency.P50 }},
+	{name: "p90", unit: "ms", test: testBoot, relative: true, pct: 1, summary: func(s *metrics.Summary) float64 { return s.Latency.P90 }},
+	{name: "p95", unit: "ms", test: testBoot, relative: true, pct: 2, summary: func(s *metrics.Summary) float64 { return s.Latency.P95 }},
+	{name: "p99", unit: "ms", test: testBoot, relative: true, pct: 3, summary: func(s *metrics.Summary) float64 { return s.Latency.P99 }},
+	{name: "max", unit: "ms", test: testNone, pct: 4,
+		notJudged: "the maximum is a single request: no reliable test (Bickel & Freedman 1981), no verdict",
+		summary:   func(s *metrics.Summary) float64 { return s.Latency.Max }},
+	{name: "error_rate", unit: "fraction", test: testSeries, has: withRequests,
 		value: func(ss []second) (float64, bool) {
 			var req, errs int64
 			for _, s := range ss {
@@ -253,12 +325,10 @@ var defs = []metricDef{
 			return float64(errs) / float64(req), true
 		},
 		summary: func(s *metrics.Summary) float64 { return s.ErrorRate }},
-	{name: "cpu_percent", unit: "% of one core", test: testMW, floorRel: 0.10,
-		obs:     func(s second) (float64, bool) { return s.cpu, true },
+	{name: "cpu_percent", unit: "% of one core", test: testNone, notJudged: followsLoadReason, followsLoad: true,
 		value:   meanOf(func(s second) float64 { return s.cpu }),
 		summary: func(s *metrics.Summary) float64 { return s.Client.CPUPercentAvg }},
-	{name: "rss_bytes", unit: "bytes", test: testMW, floorRel: 0.10,
-		obs:     func(s second) (float64, bool) { return s.rss, true },
+	{name: "rss_bytes", unit: "bytes", test: testNone, notJudged: followsLoadReason, followsLoad: true,
 		value:   meanOf(func(s second) float64 { return s.rss }),
 		summary: func(s *metrics.Summary) float64 { return float64(s.Client.RSSBytesMax) }},
 }
@@ -323,18 +393,24 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 	}
 	wg.Wait()
 
-	res := &Result{Baseline: runs[baseline].ID, Metrics: make([]Metric, 0, len(defs))}
+	res := &Result{Baseline: runs[baseline].ID, Threshold: opt.Threshold, ErrorThreshold: opt.ErrorThreshold,
+		Confidence: opt.Confidence, Metrics: make([]Metric, 0, len(defs))}
 	for _, r := range runs {
 		res.Seconds = append(res.Seconds, SecondsInfo{RunID: r.ID, Label: r.Label, Stored: r.added,
 			Usable: len(r.usable), GeneratorBound: r.bound})
 	}
 	for _, d := range defs {
-		m := Metric{Metric: d.name, Unit: d.unit, HigherIsBetter: d.higherBetter, Test: d.test}
-		if d.floorRel > 0 {
-			m.FloorPct = ptr(d.floorRel * 100)
-		}
-		if d.floorAbs > 0 {
-			m.FloorAbs = ptr(d.floorAbs)
+		m := Metric{Metric: d.name, Unit: d.unit, HigherIsBetter: d.higherBetter, Test: d.test, FollowsLoad: d.followsLoad}
+		if d.notJudged == "" {
+			thr := d.threshold(opt)
+			m.Threshold = ptr(thr)
+			if d.relative {
+				m.EffectKind = "relative"
+				m.FloorPct = ptr(thr * 100)
+			} else {
+				m.EffectKind = "absolute"
+				m.FloorAbs = ptr(thr)
+			}
 		}
 		base := &prep[baseline]
 		bv, bok := d.valueOf(base)
@@ -370,10 +446,17 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 
 func ptr[T any](v T) *T { return &v }
 
+func (d metricDef) threshold(opt Options) float64 {
+	if d.relative {
+		return opt.Threshold
+	}
+	return opt.ErrorThreshold
+}
+
 // valueOf is the metric's figure for a run: over its usable seconds, else from its summary.
 func (d metricDef) valueOf(p *prepared) (float64, bool) {
 	if len(p.r.usable) > 0 {
-		if d.test == testMW {
+		if d.value != nil {
 			if v, ok := d.value(p.r.usable); ok {
 				return v, true
 			}
@@ -393,43 +476,42 @@ func latencyAt(l metrics.Latency, k int) float64 {
 
 // n is the number of usable seconds behind the metric's test for a run.
 func (d metricDef) n(p *prepared) int {
-	if d.test == testBoot || d.obs == nil {
+	if d.has == nil {
 		return len(p.r.usable)
 	}
 	n := 0
 	for _, s := range p.r.usable {
-		if _, ok := d.obs(s); ok {
+		if d.has(s) {
 			n++
 		}
 	}
 	return n
 }
 
+// observations are the metric's per-second values of a run's usable seconds (those with an
+// observation), in time order.
 func (d metricDef) observations(p *prepared) []float64 {
 	out := make([]float64, 0, len(p.r.usable))
 	for _, s := range p.r.usable {
-		if v, ok := d.obs(s); ok {
+		if d.has == nil || d.has(s) {
+			v, _ := d.value([]second{s})
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// passesFloor reports whether a change is large enough to matter.
-func (d metricDef) passesFloor(delta, base float64) bool {
-	if d.floorAbs > 0 && math.Abs(delta) < d.floorAbs {
-		return false
-	}
-	if d.floorRel > 0 {
-		if base == 0 {
-			return delta != 0
-		}
-		return math.Abs(delta)/math.Abs(base) >= d.floorRel
-	}
-	return true
+// estimates are the metric's figures for a run and the baseline with the variances of their
+// means, from the per-second values and their pooled autocorrelation.
+func (d metricDef) estimates(p, base *prepared) (x, y meanEstimate) {
+	xo, yo := d.observations(p), d.observations(base)
+	rho := pooledAR1(xo, yo)
+	xm, _ := d.value(p.r.usable)
+	ym, _ := d.value(base.r.usable)
+	return ar1Mean(xm, xo, rho), ar1Mean(ym, yo, rho)
 }
 
-// direction turns a significant change of sign dir (+1 up, −1 down) into a verdict.
+// direction turns a change of sign dir (+1 up, −1 down) into a verdict.
 func (d metricDef) direction(dir float64) Verdict {
 	if (dir > 0) == d.higherBetter {
 		return Improvement
@@ -437,61 +519,130 @@ func (d metricDef) direction(dir float64) Verdict {
 	return Regression
 }
 
+// shortSeconds is the run length proposed for runs too short for any test.
+const shortSeconds = 30
+
+// hint is what would decide an inconclusive value (see Value).
+type hint struct {
+	code, text string
+	secs       int
+}
+
+func longerRun(secs int) hint {
+	return hint{"longer_run", fmt.Sprintf("run both runs for ≥ %d s", secs), secs}
+}
+
 func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	v.N = d.n(p)
 	nb := d.n(base)
+	if d.notJudged != "" {
+		v.Verdict, v.Reason = NotJudged, d.notJudged
+		return
+	}
+	inconclusive := func(reason string, h hint) {
+		v.Verdict, v.Reason, v.DecideHint, v.DecideCode, v.DecideSeconds = Inconclusive, reason, h.text, h.code, h.secs
+	}
 	switch {
 	case p.r.added == 0 || base.r.added == 0:
-		v.Verdict, v.Reason = Inconclusive, "summary only (no per-second data)"
+		inconclusive("summary only (no per-second data)", hint{"per_second_data", "compare runs that carry per-second data", 0})
 		return
 	case v.N < MinSeconds || nb < MinSeconds:
-		v.Verdict = Inconclusive
-		v.Reason = fmt.Sprintf("fewer than %d usable seconds (this run %d, baseline %d)", MinSeconds, v.N, nb)
+		inconclusive(fmt.Sprintf("fewer than %d usable seconds (this run %d, baseline %d)", MinSeconds, v.N, nb), longerRun(shortSeconds))
 		return
 	case v.Delta == nil:
-		v.Verdict, v.Reason = Inconclusive, "no value to compare"
+		inconclusive("no value to compare", hint{})
 		return
 	}
-	delta := *v.Delta
-	bv := *v.Value - delta
-	if d.test == testMW {
-		_, z, pv := MannWhitney(d.observations(p), d.observations(base))
+	bv := *v.Value - *v.Delta
+	var eff, lo, hi float64
+	if d.test == testSeries {
+		x, y := d.estimates(p, base)
+		dd, h, pv, ok := welch(x, y, d.relative, opt.Confidence)
+		if !ok {
+			inconclusive("too few seconds with data to estimate the noise", longerRun(shortSeconds))
+			return
+		}
 		v.PValue = ptr(pv)
-		switch {
-		case pv >= opt.Alpha || !d.passesFloor(delta, bv):
-			v.Verdict = NoChange
-		case z*delta <= 0:
-			v.Verdict, v.Reason = Inconclusive, "the test and the difference of means point in opposite directions"
-		default:
-			v.Verdict = d.direction(delta)
+		eff, lo, hi = dd, dd-h, dd+h
+		if d.relative {
+			eff, lo, hi = math.Expm1(dd), math.Expm1(dd-h), math.Expm1(dd+h)
 		}
-		return
-	}
-	if p.boot == nil || base.boot == nil {
-		v.Verdict, v.Reason = Inconclusive, "no latency data"
-		return
-	}
-	diffs := make([]float64, 0, len(p.boot))
-	for k := range p.boot {
-		a, b := p.boot[k][d.pct], base.boot[k][d.pct]
-		if !math.IsNaN(a) && !math.IsNaN(b) {
-			diffs = append(diffs, a-b)
+	} else {
+		if p.boot == nil || base.boot == nil || bv <= 0 {
+			inconclusive("no latency data", hint{})
+			return
 		}
+		ratios := make([]float64, 0, len(p.boot))
+		for k := range p.boot {
+			a, b := p.boot[k][d.pct], base.boot[k][d.pct]
+			if !math.IsNaN(a) && !math.IsNaN(b) && b > 0 {
+				ratios = append(ratios, a/b-1)
+			}
+		}
+		if len(ratios) == 0 {
+			inconclusive("no latency data", hint{})
+			return
+		}
+		eff = *v.Value/bv - 1
+		lo, hi = percentileCI(ratios, opt.Confidence)
+		// Widen the interval for what the blocks miss: correlation beyond a block, and the
+		// narrowness of a percentile interval from few seconds (see widening).
+		slices.Sort(ratios)
+		med := quantile(ratios, 0.5)
+		w := widening(levels(p), levels(base), opt.Confidence)
+		lo, hi = med-(med-lo)*w, med+(hi-med)*w
 	}
-	if len(diffs) == 0 {
-		v.Verdict, v.Reason = Inconclusive, "no latency data"
-		return
+	v.Effect, v.CILow, v.CIHigh = ptr(eff), ptr(lo), ptr(hi)
+	if d.relative {
+		v.CI = &[2]float64{lo * bv, hi * bv}
+	} else {
+		v.CI = &[2]float64{lo, hi}
 	}
-	lo, hi := percentileCI(diffs, opt.Confidence)
-	v.CI = &[2]float64{lo, hi}
+	thr := d.threshold(opt)
 	switch {
-	case lo <= 0 && hi >= 0, !d.passesFloor(delta, bv):
+	case (lo > 0 && eff >= thr) || (hi < 0 && eff <= -thr):
+		v.Verdict = d.direction(eff)
+	case lo >= -thr && hi <= thr:
 		v.Verdict = NoChange
-	case lo*delta <= 0: // the interval excludes 0 on the other side of the exact difference
-		v.Verdict, v.Reason = Inconclusive, "the interval and the exact difference point in opposite directions"
+	case (lo > 0 && eff < 0) || (hi < 0 && eff > 0):
+		inconclusive("the interval and the measured difference point in opposite directions", hint{})
 	default:
-		v.Verdict = d.direction(delta)
+		reason := "the interval spans the threshold"
+		if lo > 0 || hi < 0 {
+			reason = "significant, but the interval spans the threshold"
+		}
+		inconclusive(reason, decide(eff, lo, hi, thr, min(v.N, nb)))
 	}
+}
+
+// MaxDecideSeconds is the longest run DecideHint proposes; beyond it the hint says the noise or
+// the threshold must change instead.
+const MaxDecideSeconds = 3600
+
+// decide estimates the run length that would turn an inconclusive interval [lo, hi] around eff
+// into a verdict, given the threshold thr and the n usable seconds behind it: an interval's
+// half-width shrinks as 1/√n, so n·(w/target)² usable seconds bring it to target — |eff| (to
+// exclude 0) when the effect reaches the threshold, thr − |eff| (to fit inside ±thr) when it does
+// not. Two seconds are added for the first and last, and the result is rounded up to 5 s and
+// at least 1.5 times the current length.
+func decide(eff, lo, hi, thr float64, n int) hint {
+	w := (hi - lo) / 2
+	a := math.Abs(eff)
+	target := a
+	if a < thr {
+		target = thr - a
+	}
+	if target < thr/10 {
+		return hint{"near_threshold", "the effect is about the threshold: a much longer run, or another threshold, decides", 0}
+	}
+	need := float64(n) * (w / target) * (w / target)
+	secs := int(math.Ceil(need)) + 2
+	secs = max(secs, int(math.Ceil(1.5*float64(n+2))))
+	secs = (secs + 4) / 5 * 5
+	if secs > MaxDecideSeconds {
+		return hint{"too_noisy", fmt.Sprintf("the noise is too high to decide within %d s: quieten the target or the generator, or raise the threshold", MaxDecideSeconds), 0}
+	}
+	return longerRun(secs)
 }
 
 // AnyRegression reports whether some metric of some run is a regression.
@@ -504,4 +655,50 @@ func (r *Result) AnyRegression() bool {
 		}
 	}
 	return false
+}
+
+// levels is the per-second latency level of a run's usable seconds: the log of each second's
+// mean latency (seconds without latency data are skipped).
+func levels(p *prepared) []float64 {
+	out := make([]float64, 0, len(p.r.usable))
+	for _, s := range p.r.usable {
+		if s.hist.total == 0 {
+			continue
+		}
+		var sum float64
+		for i, c := range s.hist.counts {
+			sum += float64(c) * coarseMs(s.hist.off+i)
+		}
+		if sum > 0 {
+			out = append(out, math.Log(sum/float64(s.hist.total)))
+		}
+	}
+	return out
+}
+
+// widening is the factor applied to the half-widths of a latency bootstrap interval. A
+// moving-block bootstrap with blocks of ℓ seconds estimates the variance with Bartlett weights
+// up to lag ℓ (Künsch 1989): for an AR(1) level with lag-1 correlation ρ it sees
+// f_ℓ = 1 + 2Σ_{k<ℓ}(1 − k/ℓ)ρᵏ of the long-run factor f = (1+ρ)/(1−ρ), so the half-widths are
+// scaled by √(f/f_ℓ), with ρ the pooled, bias-corrected autocorrelation of the runs' per-second
+// latency levels (pooledAR1). A percentile interval from n seconds is also as narrow as a normal
+// one, where two runs of n/f effective seconds call for Student's t: the factor t_{df}/z with
+// df = 2n/f − 2 (at least 2).
+func widening(x, y []float64, conf float64) float64 {
+	n := min(len(x), len(y))
+	if n < 2 {
+		return 1
+	}
+	rho := pooledAR1(x, y)
+	f := (1 + rho) / (1 - rho)
+	l := blockLen(n)
+	fl, rk := 1.0, 1.0
+	for k := 1; k < l; k++ {
+		rk *= rho
+		fl += 2 * (1 - float64(k)/float64(l)) * rk
+	}
+	q := 1 - (1-conf)/2
+	df := math.Max(2, 2*float64(n)/f-2) // two runs of n/f effective seconds each
+	z := math.Sqrt2 * math.Erfinv(2*q-1)
+	return math.Sqrt(f/fl) * studentQuantile(q, df) / z
 }

@@ -71,16 +71,13 @@ type chist struct {
 
 // coarsen maps fine counts (metrics' geometry) onto the coarse grid; scratch has nCoarse slots
 // and is left zeroed.
-func coarsen(fine []int64, scratch []int64) chist {
+func coarsen(fine []fineCount, scratch []int64) chist {
 	lo, hi := -1, -1
 	var total int64
-	for i, c := range fine {
-		if c == 0 {
-			continue
-		}
-		k := int(fineCoarse[i])
-		scratch[k] += c
-		total += c
+	for _, f := range fine {
+		k := int(fineCoarse[f.i])
+		scratch[k] += f.c
+		total += f.c
 		if lo < 0 || k < lo {
 			lo = k
 		}
@@ -152,33 +149,35 @@ func units(hs []chist, maxUnits int) []chist {
 	size := (len(hs) + maxUnits - 1) / maxUnits
 	out := make([]chist, 0, maxUnits)
 	for i := 0; i < len(hs); i += size {
-		blk := hs[i:min(i+size, len(hs))]
-		lo, hi := math.MaxInt, -1
-		var total int64
-		for _, h := range blk {
-			if h.total == 0 {
-				continue
-			}
-			lo, hi = min(lo, h.off), max(hi, h.off+len(h.counts)-1)
-			total += h.total
-		}
-		if hi < 0 {
-			out = append(out, chist{})
-			continue
-		}
-		m := chist{off: lo, counts: make([]int64, hi-lo+1), total: total}
-		for _, h := range blk {
-			if h.total > 0 {
-				h.mergeInto(m.counts, lo)
-			}
-		}
-		out = append(out, m)
+		out = append(out, mergeAll(hs[i:min(i+size, len(hs))]))
 	}
 	return out
 }
 
-// bootstrapPercentiles resamples us (with replacement, len(us) draws per resample) b times and
-// returns, per resample, the percentiles ps of the merged histogram: out[r][k].
+// blockLen is the block length of the moving-block bootstrap over n units: ⌊√n⌋, long enough for
+// the correlation of neighbouring seconds and leaving enough blocks to resample (the n^(1/2)
+// batch size of J. M. Flegal and G. L. Jones, "Batch Means and Spectral Variance Estimators in
+// Markov Chain Monte Carlo", Annals of Statistics 38(2):1034–1070, 2010).
+func blockLen(n int) int { return max(1, int(math.Sqrt(float64(n)))) }
+
+// bootstrapPercentiles draws b resamples of a run and returns, per resample, the percentiles ps
+// of its merged latency histogram: out[r][k]. A resample is two-stage (B. Efron and
+// R. J. Tibshirani, An Introduction to the Bootstrap, 1993; A. C. Davison and D. V. Hinkley,
+// Bootstrap Methods and their Application, 1997, §3.8 and §8.2):
+//
+//  1. seconds: a moving-block bootstrap (H. R. Künsch, "The Jackknife and the Bootstrap for
+//     General Stationary Observations", Annals of Statistics 17(3):1217–1241, 1989) draws
+//     ⌈n/ℓ⌉ blocks of ℓ = blockLen(n) consecutive units with replacement and merges their
+//     histograms, which keeps the drift and autocorrelation of a run's latency;
+//  2. requests: every bucket count c of the merged histogram is replaced by a Poisson(c) draw,
+//     the Poisson bootstrap of the single requests (J. A. Hanley and B. MacGibbon, "Creating
+//     non-parametric bootstrap samples using Poisson frequencies", Computer Methods and Programs
+//     in Biomedicine 83(1):57–62, 2006), which gives short runs with few seconds a
+//     request-level resolution. Resampling both levels over-estimates the variance a little
+//     (Davison & Hinkley §3.8): the interval errs on the wide, cautious side.
+//
+// The work per resample is bounded by the units' bucket spans (at most MaxUnits units of the
+// 1 %-wide coarse grid), not by the number of requests.
 func bootstrapPercentiles(us []chist, ps []float64, b int, rng *rand.Rand) [][]float64 {
 	lo, hi := math.MaxInt, -1
 	for _, h := range us {
@@ -195,22 +194,69 @@ func bootstrapPercentiles(us []chist, ps []float64, b int, rng *rand.Rand) [][]f
 		}
 		return out
 	}
+	l := blockLen(len(us))
+	blocks := make([]chist, 0, len(us)-l+1)
+	for j := 0; j+l <= len(us); j++ {
+		blocks = append(blocks, mergeAll(us[j:j+l]))
+	}
+	draws := (len(us) + l - 1) / l
 	acc := make([]int64, hi-lo+1)
-	n := len(us)
 	for r := range out {
 		clear(acc)
-		var total int64
-		for range n {
-			h := us[rng.IntN(n)]
-			if h.total > 0 {
+		for range draws {
+			if h := blocks[rng.IntN(len(blocks))]; h.total > 0 {
 				h.mergeInto(acc, lo)
-				total += h.total
+			}
+		}
+		var total int64
+		for i, c := range acc {
+			if c > 0 {
+				acc[i] = poisson(rng, c)
+				total += acc[i]
 			}
 		}
 		out[r] = flat[r*len(ps) : (r+1)*len(ps)]
 		percentilesOf(acc, lo, total, ps, out[r])
 	}
 	return out
+}
+
+// mergeAll merges histograms into one.
+func mergeAll(hs []chist) chist {
+	lo, hi := math.MaxInt, -1
+	var total int64
+	for _, h := range hs {
+		if h.total > 0 {
+			lo, hi = min(lo, h.off), max(hi, h.off+len(h.counts)-1)
+			total += h.total
+		}
+	}
+	if hi < 0 {
+		return chist{}
+	}
+	m := chist{off: lo, counts: make([]int64, hi-lo+1), total: total}
+	for _, h := range hs {
+		if h.total > 0 {
+			h.mergeInto(m.counts, lo)
+		}
+	}
+	return m
+}
+
+// poisson draws from Poisson(lambda): by multiplying uniforms (D. E. Knuth, TAOCP vol. 2, 3.4.1)
+// for small means, else from the normal approximation N(λ, λ), rounded and kept ≥ 0 (its error
+// is under 1 % of the standard deviation from λ = 30 on).
+func poisson(rng *rand.Rand, lambda int64) int64 {
+	if lambda >= 30 {
+		f := float64(lambda)
+		return max(0, int64(math.Round(f+math.Sqrt(f)*rng.NormFloat64())))
+	}
+	limit := math.Exp(-float64(lambda))
+	var k int64
+	for p := rng.Float64(); p > limit; p *= rng.Float64() {
+		k++
+	}
+	return k
 }
 
 // countsOf returns h's counts in metrics' geometry (re-recording a histogram of another shape).

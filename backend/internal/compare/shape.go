@@ -50,20 +50,57 @@ func executorOf(r *Run) string {
 	return ""
 }
 
-func durationOf(r *Run) float64 {
-	if r.Summary != nil && r.Summary.DurationS > 0 {
-		return r.Summary.DurationS
+// plannedLength is the run's planned duration in seconds (0 when unknown or not time-bound).
+func plannedLength(r *Run) float64 {
+	if r.Plan == nil {
+		return 0
 	}
-	if r.Plan != nil {
-		return r.Plan.Load.Length().Seconds()
+	return r.Plan.Load.Length().Seconds()
+}
+
+func summaryDuration(r *Run) float64 {
+	if r.Summary != nil {
+		return r.Summary.DurationS
 	}
 	return 0
 }
 
+// stoppedEarly reports whether a run lasted less than its plan by more than DurationTolerance.
+func stoppedEarly(r *Run) bool {
+	pl, d := plannedLength(r), summaryDuration(r)
+	return pl > 0 && d > 0 && d < pl*(1-DurationTolerance)
+}
+
+// closedModel reports whether the executor sets the concurrency (VUs) rather than the arrival
+// rate: only then is the achieved concurrency part of the load (under an arrival rate, the
+// number of busy VUs follows the target's latency).
+func closedModel(executor string) bool {
+	switch executor {
+	case plan.ConstantVUs, plan.RampingVUs, plan.PerVUIterations, plan.SharedIterations:
+		return true
+	}
+	return false
+}
+
+// meanVUs is the mean number of active VUs over the usable seconds (0 when unknown).
+func meanVUs(r *Run) float64 {
+	var s float64
+	for _, x := range r.usable {
+		s += x.vus
+	}
+	if len(r.usable) == 0 {
+		return 0
+	}
+	return s / float64(len(r.usable))
+}
+
+// shapeWarnings lists how r's load differs from the baseline's: executor, load settings,
+// duration, achieved concurrency (closed models) and requests. Differences in the results
+// (throughput, latency, how long the last requests took to drain) are not load differences.
 func shapeWarnings(base, r *Run) []Warning {
 	var out []Warning
 	add := func(code, format string, args ...any) {
-		out = append(out, Warning{Code: code, RunID: r.ID, Message: fmt.Sprintf(format, args...)})
+		out = append(out, Warning{Code: code, RunID: r.ID, Load: true, Message: fmt.Sprintf(format, args...)})
 	}
 	be, re := executorOf(base), executorOf(r)
 	if be != "" && re != "" && be != re {
@@ -73,8 +110,20 @@ func shapeWarnings(base, r *Run) []Warning {
 			add("load_differs", "%s applies a different load than the baseline %s: %s", r.Name(), base.Name(), strings.Join(diff, "; "))
 		}
 	}
-	if bd, rd := durationOf(base), durationOf(r); bd > 0 && rd > 0 && math.Abs(rd-bd)/bd > DurationTolerance {
+	switch bd, rd := summaryDuration(base), summaryDuration(r); {
+	case plannedLength(base) > 0 && plannedLength(r) > 0:
+		// Planned lengths are compared with the load settings; a run cut short is a load difference,
+		// a run whose last requests drained longer is not.
+		if stoppedEarly(r) != stoppedEarly(base) {
+			add("duration_differs", "%s lasted %.1fs, the baseline %s %.1fs, and one of them stopped before its planned end", r.Name(), rd, base.Name(), bd)
+		}
+	case bd > 0 && rd > 0 && math.Abs(rd-bd)/bd > DurationTolerance:
 		add("duration_differs", "%s lasted %.1fs, the baseline %s %.1fs (%+.0f%%)", r.Name(), rd, base.Name(), bd, (rd-bd)/bd*100)
+	}
+	if be == re && closedModel(be) {
+		if bv, rv := meanVUs(base), meanVUs(r); bv > 0 && rv > 0 && math.Abs(rv-bv)/bv > DurationTolerance {
+			add("concurrency_differs", "%s ran %.1f VUs on average, the baseline %s %.1f (%+.0f%%)", r.Name(), rv, base.Name(), bv, (rv-bv)/bv*100)
+		}
 	}
 	if bs, rs, what := requestSets(base, r); bs != nil && rs != nil && !slices.Equal(bs, rs) {
 		only := func(a, b []string) []string {
@@ -93,7 +142,7 @@ func shapeWarnings(base, r *Run) []Warning {
 		if o := only(bs, rs); len(o) > 0 {
 			msg += "; only in " + base.Name() + ": " + clip(o)
 		}
-		out = append(out, Warning{Code: "requests_differ", RunID: r.ID, Message: msg})
+		out = append(out, Warning{Code: "requests_differ", RunID: r.ID, Load: true, Message: msg})
 	}
 	return out
 }

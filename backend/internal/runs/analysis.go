@@ -167,18 +167,23 @@ func (e *NotFoundError) Unwrap() error { return store.ErrNotFound }
 // Comparison is GET /api/compare's answer: the runs, compare.Compare's result and each run's
 // seconds downsampled.
 type Comparison struct {
-	Runs     []Run                       `json:"runs"`
-	Baseline int64                       `json:"baseline"`
-	Metrics  []compare.Metric            `json:"metrics"`
-	Warnings []compare.Warning           `json:"warnings"`
-	Seconds  []compare.SecondsInfo       `json:"seconds"`
-	Series   map[int64][]json.RawMessage `json:"series"`
+	Runs     []Run `json:"runs"`
+	Baseline int64 `json:"baseline"`
+	// Threshold and ErrorThreshold are the practical thresholds used (fractions), Confidence the
+	// intervals' level (compare.Result).
+	Threshold      float64                     `json:"threshold"`
+	ErrorThreshold float64                     `json:"error_threshold"`
+	Confidence     float64                     `json:"confidence"`
+	Metrics        []compare.Metric            `json:"metrics"`
+	Warnings       []compare.Warning           `json:"warnings"`
+	Seconds        []compare.SecondsInfo       `json:"seconds"`
+	Series         map[int64][]json.RawMessage `json:"series"`
 }
 
 // Compare compares runs ids (compare.MinRuns to compare.MaxRuns distinct ids) against ids[base],
-// each run's series downsampled to at most points seconds. Errors: *NotFoundError, those of
+// each run's series downsampled to at most points seconds, judged with opt (compare.Options). Errors: *NotFoundError, those of
 // compare.FromStored and compare.Compare.
-func (s *Service) Compare(ctx context.Context, ids []int64, base, points int) (Comparison, error) {
+func (s *Service) Compare(ctx context.Context, ids []int64, base, points int, opt compare.Options) (Comparison, error) {
 	out := Comparison{Series: map[int64][]json.RawMessage{}}
 	runs := make([]*compare.Run, len(ids))
 	for i, id := range ids {
@@ -207,11 +212,12 @@ func (s *Service) Compare(ctx context.Context, ids []int64, base, points int) (C
 		out.Series[id] = series.Items
 		out.Runs = append(out.Runs, RunOf(r))
 	}
-	res, err := compare.Compare(runs, base, compare.Options{})
+	res, err := compare.Compare(runs, base, opt)
 	if err != nil {
 		return Comparison{}, err
 	}
 	out.Baseline, out.Metrics, out.Warnings, out.Seconds = res.Baseline, res.Metrics, res.Warnings, res.Seconds
+	out.Threshold, out.ErrorThreshold, out.Confidence = res.Threshold, res.ErrorThreshold, res.Confidence
 	return out, nil
 }
 

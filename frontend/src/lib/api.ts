@@ -237,8 +237,9 @@ export const api = {
   listSecrets: (signal?: AbortSignal) => request<ListResponse<Secret>>('GET', '/api/secrets', undefined, signal),
   putSecret: (name: string, value: string) => request<Secret>('PUT', `/api/secrets/${encodeURIComponent(name)}`, { value }),
   deleteSecret: (name: string) => request<void>('DELETE', `/api/secrets/${encodeURIComponent(name)}`),
-  compare: (ids: readonly (number | string)[], baseline?: number | string, points?: number, signal?: AbortSignal) =>
-    request<CompareResponse>('GET', `/api/compare?ids=${ids.map((x) => encodeURIComponent(String(x))).join(',')}${qs({ baseline, points }).replace('?', '&')}`, undefined, signal),
+  /** threshold: the practical threshold of TPS and latency, in % of the baseline (server default 5). */
+  compare: (ids: readonly (number | string)[], baseline?: number | string, points?: number, signal?: AbortSignal, threshold?: number) =>
+    request<CompareResponse>('GET', `/api/compare?ids=${ids.map((x) => encodeURIComponent(String(x))).join(',')}${qs({ baseline, points, threshold }).replace('?', '&')}`, undefined, signal),
 };
 
 /** activeRun returns the run currently running, if any (used to link to it after a 409). */

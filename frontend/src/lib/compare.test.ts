@@ -1,5 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { alignSeries, compareQueryString, fmtDeltaPct, fmtMetricDelta, fmtMetricValue, PICKS, parseCompareQuery, verdictCounts } from './compare';
+import {
+  alignSeries,
+  compareQueryString,
+  decideText,
+  fmtDeltaPct,
+  fmtEffect,
+  fmtEffectCI,
+  fmtMetricDelta,
+  fmtMetricValue,
+  fmtThreshold,
+  isLoadWarning,
+  PICKS,
+  parseCompareQuery,
+  verdictCounts,
+} from './compare';
+import { setLocale } from './i18n.svelte';
 import type { CompareResponse, Sample } from './types';
 import fixture from '../test-fixtures/compare-1-3-5.json';
 import { sample } from '../test-fixtures/wire';
@@ -17,10 +32,14 @@ const s = (elapsed: number, rps: number, p95: number | null = 1): Sample => samp
 
 describe('compare helpers', () => {
   it('reads ids and baseline from the URL (distinct, positive; baseline must be one of them)', () => {
-    expect(parseCompareQuery(new URLSearchParams('ids=3,1,3,x,0,7&baseline=1'))).toEqual({ ids: [3, 1, 7], baseline: 1 });
-    expect(parseCompareQuery(new URLSearchParams('ids=3,4&baseline=9'))).toEqual({ ids: [3, 4], baseline: null });
+    expect(parseCompareQuery(new URLSearchParams('ids=3,1,3,x,0,7&baseline=1'))).toEqual({ ids: [3, 1, 7], baseline: 1, threshold: null });
+    expect(parseCompareQuery(new URLSearchParams('ids=3,4&baseline=9&threshold=2.5'))).toEqual({ ids: [3, 4], baseline: null, threshold: 2.5 });
+    for (const bad of ['0', '-1', '101', 'x', ''])
+      expect(parseCompareQuery(new URLSearchParams(`ids=3,4&threshold=${bad}`)).threshold).toBeNull();
     expect(compareQueryString([3, 4], 4)).toBe('/compare?ids=3,4&baseline=4');
     expect(compareQueryString([3, 4], null)).toBe('/compare?ids=3,4');
+    expect(compareQueryString([3, 4], 4, 10)).toBe('/compare?ids=3,4&baseline=4&threshold=10');
+    expect(compareQueryString([3, 4], null, 0)).toBe('/compare?ids=3,4');
   });
 
   it('overlays downsampled series on the union of their seconds, null where a run has no point', () => {
@@ -51,6 +70,41 @@ describe('compare helpers', () => {
   it('counts the verdicts of a real response (baseline cells left out)', () => {
     const c = verdictCounts((fixture as unknown as CompareResponse).metrics);
     expect(c.baseline).toBeUndefined();
-    expect(Object.values(c).reduce((a, b) => a + b, 0)).toBe(2 * (fixture as unknown as CompareResponse).metrics.length);
+    expect(c.none).toBeUndefined(); // no verdict: not counted
+    const judged = (fixture as unknown as CompareResponse).metrics.flatMap((m) => m.values).filter((v) => v.verdict !== 'baseline' && v.verdict !== 'none');
+    expect(Object.values(c).reduce((a, b) => a + b, 0)).toBe(judged.length);
+    expect(judged.length).toBeGreaterThan(0);
+  });
+
+  it('prints effects with their interval, thresholds and what would decide, in both languages', () => {
+    const rel = { metric: 'tps', unit: 'req/s', higher_is_better: true, effect_kind: 'relative', threshold: 0.05, values: [] };
+    const abs = { metric: 'error_rate', unit: 'fraction', higher_is_better: false, effect_kind: 'absolute', threshold: 0.001, values: [] };
+    const v = { run_id: 2, value: 800, verdict: 'regression', effect: -0.201, ci_low: -0.25, ci_high: -0.152 };
+    expect(fmtEffect(rel, -0.201)).toBe('−20.1 %');
+    expect(fmtEffectCI(rel, v)).toBe('−20.1 % [−25 %, −15.2 %]');
+    expect(fmtEffectCI(rel, { ...v, effect: undefined })).toBe('');
+    expect(fmtEffect(abs, 0.002)).toBe('+0.2 pp');
+    expect(fmtThreshold(rel)).toBe('±5 %');
+    expect(fmtThreshold(abs)).toBe('±0.1 pp');
+    expect(fmtThreshold({ ...rel, threshold: undefined })).toBe('');
+    const inc = { run_id: 2, value: 1, verdict: 'inconclusive', decide_code: 'longer_run', decide_seconds: 45, decide_hint: 'run both runs for ≥ 45 s' };
+    expect(decideText(inc)).toBe('to decide: run both runs for ≥ 45 s');
+    expect(decideText({ ...inc, decide_code: 'too_noisy' })).toContain('noise is too high');
+    expect(decideText({ ...inc, decide_code: 'unknown', decide_hint: 'server text' })).toBe('server text');
+    expect(decideText({ ...inc, verdict: 'no_change' })).toBe('');
+    setLocale('zh-CN');
+    try {
+      expect(decideText(inc)).toBe('如需结论：两次运行都至少运行 45 秒');
+    } finally {
+      setLocale('en');
+    }
+  });
+
+  it('tells load warnings from data notes', () => {
+    expect(isLoadWarning({ code: 'few_seconds', message: 'x' })).toBe(false);
+    expect(isLoadWarning({ code: 'generator_bound', message: 'x' })).toBe(false);
+    expect(isLoadWarning({ code: 'load_differs', message: 'x' })).toBe(true);
+    expect(isLoadWarning({ code: 'new_code', load: true, message: 'x' })).toBe(true);
+    expect(isLoadWarning('plain text')).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 // The compare page's logic, kept out of the component so it is tested without a browser: the URL
-// (#/compare?ids=1,2&baseline=1), the overlay of 2–5 runs' series on one elapsed-time axis, and
-// how a delta-table cell is printed (value, Δ, Δ %, verdict, and the test behind it).
+// (#/compare?ids=1,2&baseline=1&threshold=5), the overlay of 2–5 runs' series on one elapsed-time
+// axis, and how a delta-table cell is printed (value, Δ, Δ %, verdict, effect with its interval,
+// what would decide an inconclusive one, and the test behind it).
 import type { CompareMetric, CompareResponse, CompareValue, CompareWarning, Sample } from './types';
 import { fmtBytes, fmtCores, fmtInt, fmtMs, fmtNum, fmtPrecisePct, nf } from './format';
 import { t, tx } from './i18n.svelte';
@@ -10,14 +11,21 @@ import { COMPARE_MAX } from './history';
 /** One colour per compared run, in order (the baseline keeps its colour when the order changes). */
 export const RUN_COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c'];
 
-export const VERDICTS = ['regression', 'improvement', 'no_change', 'inconclusive', 'baseline'] as const;
+export const VERDICTS = ['regression', 'improvement', 'no_change', 'inconclusive', 'baseline', 'none'] as const;
 
 export interface CompareQuery {
   ids: number[];
   baseline: number | null;
+  /** The practical threshold of TPS and latency in % (null: the server's default). */
+  threshold: number | null;
 }
 
-/** parseCompareQuery reads ids (distinct positive integers, in the given order) and the baseline. */
+/** validThreshold: a practical threshold in %, above 0 and at most 100 (as the server accepts). */
+export function validThreshold(v: number): boolean {
+  return Number.isFinite(v) && v > 0 && v <= 100;
+}
+
+/** parseCompareQuery reads ids (distinct positive integers, in the given order), the baseline and the threshold. */
 export function parseCompareQuery(q: URLSearchParams): CompareQuery {
   const ids: number[] = [];
   for (const part of (q.get('ids') ?? '').split(',')) {
@@ -27,11 +35,14 @@ export function parseCompareQuery(q: URLSearchParams): CompareQuery {
     if (n > 0 && !ids.includes(n)) ids.push(n);
   }
   const b = Number.parseInt(q.get('baseline') ?? '', 10);
-  return { ids, baseline: Number.isFinite(b) && ids.includes(b) ? b : null };
+  const th = Number(q.get('threshold') ?? '');
+  return { ids, baseline: Number.isFinite(b) && ids.includes(b) ? b : null, threshold: q.get('threshold') && validThreshold(th) ? th : null };
 }
 
-export function compareQueryString(ids: readonly number[], baseline: number | null): string {
-  return `/compare?ids=${ids.join(',')}${baseline !== null && ids.includes(baseline) ? `&baseline=${baseline}` : ''}`;
+export function compareQueryString(ids: readonly number[], baseline: number | null, threshold: number | null = null): string {
+  const base = baseline !== null && ids.includes(baseline) ? `&baseline=${baseline}` : '';
+  const th = threshold !== null && validThreshold(threshold) ? `&threshold=${threshold}` : '';
+  return `/compare?ids=${ids.join(',')}${base}${th}`;
 }
 
 export function validCount(n: number): boolean {
@@ -129,21 +140,60 @@ export function fmtP(p: number): string {
   return nf(20, { maximumSignificantDigits: 2 }).format(p);
 }
 
-/** cellTooltip explains a cell's verdict: the test, its p-value or 99 % interval, seconds used, the server's reason. */
-export function cellTooltip(m: CompareMetric, v: CompareValue): string {
+/** fmtEffect prints an effect in the metric's terms: relative ones as a signed % ("−19.4 %"), the error rate in pp. */
+export function fmtEffect(m: CompareMetric, e: number | null | undefined): string {
+  if (e === null || e === undefined || !Number.isFinite(e)) return '—';
+  if (m.effect_kind === 'relative') return fmtDeltaPct(e * 100);
+  return fmtMetricDelta(m.unit, e);
+}
+
+/** fmtEffectCI prints an effect with its confidence interval ("−19.4 % [−23.1 %, −15.6 %]"); '' without one. */
+export function fmtEffectCI(m: CompareMetric, v: CompareValue): string {
+  if (v.effect === undefined || v.ci_low === undefined || v.ci_high === undefined) return '';
+  return t('compare.effectCI', { effect: fmtEffect(m, v.effect), lo: fmtEffect(m, v.ci_low), hi: fmtEffect(m, v.ci_high) });
+}
+
+/** fmtThreshold prints a metric's practical threshold ("±5 %", "±0.1 pp"); '' when it has none. */
+export function fmtThreshold(m: CompareMetric): string {
+  if (m.threshold === undefined || m.threshold === null) return '';
+  return '±' + fmtEffect(m, m.threshold).replace(/^[+−]/, '');
+}
+
+/** decideText says what would decide an inconclusive value, in the UI language ('' when nothing is known). */
+export function decideText(v: CompareValue): string {
+  if (v.verdict !== 'inconclusive') return '';
+  if (v.decide_code === 'longer_run' && v.decide_seconds) return t('compare.decide.longer_run', { n: fmtInt(v.decide_seconds) });
+  if (v.decide_code) return tx(`compare.decide.${v.decide_code}`, v.decide_hint ?? '');
+  return v.decide_hint ?? '';
+}
+
+/** cellTooltip explains a cell's verdict: the effect and its interval, the test, seconds used, the threshold, the server's reason. */
+export function cellTooltip(m: CompareMetric, v: CompareValue, confidence = 0.95): string {
   const lines: string[] = [verdictLabel(v.verdict)];
-  if (m.test) lines.push(t('compare.tip.test', { test: tx(`compare.test.${m.test}`, m.test) }));
+  if (m.follows_load && v.verdict !== 'baseline') lines.push(t('compare.tip.followsLoad'));
+  const eff = fmtEffectCI(m, v);
+  if (eff) lines.push(t('compare.tip.effect', { level: fmtNum(confidence * 100), effect: eff }));
+  if (m.test && m.test !== 'none') lines.push(t('compare.tip.test', { test: tx(`compare.test.${m.test}`, m.test) }));
   if (v.p_value !== undefined && v.p_value !== null) lines.push(t('compare.tip.p', { p: fmtP(v.p_value) }));
-  if (v.ci) lines.push(t('compare.tip.ci', { lo: fmtMetricDelta(m.unit, v.ci[0]), hi: fmtMetricDelta(m.unit, v.ci[1]) }));
+  if (v.ci) lines.push(t('compare.tip.ci', { level: fmtNum(confidence * 100), lo: fmtMetricDelta(m.unit, v.ci[0]), hi: fmtMetricDelta(m.unit, v.ci[1]) }));
   if (v.n !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.n', { n: fmtInt(v.n) }));
-  if (m.floor_pct !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.floorPct', { n: fmtNum(m.floor_pct) }));
-  if (m.floor_abs !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.floorAbs', { n: fmtMetricValue(m.unit, m.floor_abs) }));
-  if (v.reason) lines.push(v.reason);
+  const th = fmtThreshold(m);
+  if (th && v.verdict !== 'baseline') lines.push(t('compare.tip.threshold', { t: th }));
+  const d = decideText(v);
+  if (d) lines.push(d);
+  if (v.reason && !m.follows_load) lines.push(v.reason);
   return lines.join('\n');
 }
 
 export function warningText(w: CompareWarning): string {
   return typeof w === 'string' ? w : w.message;
+}
+
+const LOAD_CODES = ['executor_differs', 'load_differs', 'duration_differs', 'concurrency_differs', 'requests_differ'];
+
+/** isLoadWarning: the runs did not apply the same load (the server's load flag, or a load code). */
+export function isLoadWarning(w: CompareWarning): boolean {
+  return typeof w !== 'string' && (w.load === true || LOAD_CODES.includes(w.code ?? ''));
 }
 
 /** warningLabel names a warning's kind in the UI language ('' when the server gave no known code). */
@@ -156,9 +206,9 @@ export function runsWithColors(res: CompareResponse): { id: number; color: strin
   return res.runs.map((r, i) => ({ id: r.id, color: RUN_COLORS[i % RUN_COLORS.length] }));
 }
 
-/** verdictCounts tallies the non-baseline cells (for the page's headline). */
+/** verdictCounts tallies the judged non-baseline cells (for the page's headline; 'none' is no verdict). */
 export function verdictCounts(metrics: readonly CompareMetric[]): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const m of metrics) for (const v of m.values) if (v.verdict !== 'baseline') out[v.verdict] = (out[v.verdict] ?? 0) + 1;
+  for (const m of metrics) for (const v of m.values) if (v.verdict !== 'baseline' && v.verdict !== 'none') out[v.verdict] = (out[v.verdict] ?? 0) + 1;
   return out;
 }

@@ -64,7 +64,8 @@ export interface DistributionResponse {
   source?: string;
 }
 
-export type Verdict = 'regression' | 'improvement' | 'no_change' | 'inconclusive' | 'baseline';
+/** 'none': shown without a verdict (a metric that follows the load, or the max). */
+export type Verdict = 'regression' | 'improvement' | 'no_change' | 'inconclusive' | 'baseline' | 'none';
 
 export interface CompareValue {
   run_id: number;
@@ -74,11 +75,19 @@ export interface CompareValue {
   delta_pct?: number | null;
   verdict: Verdict | string;
   p_value?: number;
-  /** 99 % confidence interval of the difference (run − baseline), in the metric's unit. */
+  /** Confidence interval (level: CompareResponse.confidence) of the difference (run − baseline), in the metric's unit. */
   ci?: [number, number];
+  /** The difference from the baseline in the metric's effect_kind (relative: run/baseline − 1) and its interval. */
+  effect?: number;
+  ci_low?: number;
+  ci_high?: number;
   /** Usable seconds behind the test. */
   n?: number;
   reason?: string;
+  /** For inconclusive: what would decide it; decide_code "longer_run" comes with decide_seconds. */
+  decide_hint?: string;
+  decide_code?: 'longer_run' | 'near_threshold' | 'too_noisy' | 'per_second_data' | string;
+  decide_seconds?: number;
 }
 
 export interface CompareMetric {
@@ -90,11 +99,17 @@ export interface CompareMetric {
   test?: string;
   floor_pct?: number;
   floor_abs?: number;
+  /** "relative" (effect is a fraction of the baseline) or "absolute" (in the metric's unit). */
+  effect_kind?: 'relative' | 'absolute' | string;
+  /** The practical threshold, in effect_kind's terms. */
+  threshold?: number;
+  /** Moves with the throughput (generator CPU, memory): no verdict. */
+  follows_load?: boolean;
   values: CompareValue[];
 }
 
 /** A warning: the server sends {code, run_id, message}; plain strings are accepted too. */
-export type CompareWarning = string | { code?: string; run_id?: number; message: string };
+export type CompareWarning = string | { code?: string; run_id?: number; load?: boolean; message: string };
 
 export interface CompareSeconds {
   run_id: number;
@@ -106,6 +121,11 @@ export interface CompareSeconds {
 export interface CompareResponse {
   runs: Run[];
   baseline: number;
+  /** Practical thresholds used: TPS and latency (fraction of the baseline), error rate (absolute). */
+  threshold?: number;
+  error_threshold?: number;
+  /** Level of the confidence intervals (0.95). */
+  confidence?: number;
   metrics: CompareMetric[];
   warnings?: CompareWarning[] | null;
   seconds?: CompareSeconds[];

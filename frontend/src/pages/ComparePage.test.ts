@@ -3,6 +3,7 @@ import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import ComparePage from './ComparePage.svelte';
 import fixture from '../test-fixtures/compare-1-3-5.json';
 import type { CompareResponse } from '../lib/types';
+import { alignSeries, PICKS } from '../lib/compare';
 
 // A real GET /api/compare?ids=1,3,5&baseline=1 answer of the backend (series cut to 4 seconds).
 const res = fixture as unknown as CompareResponse;
@@ -35,20 +36,33 @@ describe('ComparePage', () => {
       for (const c of cells) expect(c.querySelector(`.verdict.v-${c.getAttribute('data-verdict')}`)).not.toBeNull();
     }
 
+    // a 19 % TPS drop: regression, with its effect and 95 % interval in the cell
     const tps = container.querySelector('[data-metric=tps] [data-run-id="3"]')!;
-    expect(tps.getAttribute('data-verdict')).toBe('improvement');
-    expect(tps.querySelector('.verdict')!.textContent).toBe('improvement');
-    expect(tps.querySelector('[data-testid=delta-pct]')!.textContent).toBe('+111 %');
+    expect(tps.getAttribute('data-verdict')).toBe('regression');
+    expect(tps.querySelector('.verdict')!.textContent).toBe('regression');
+    expect(tps.querySelector('[data-testid=delta-pct]')!.textContent).toBe('−19.4 %');
+    expect(tps.querySelector('[data-testid=effect]')!.textContent).toBe('−19.4 % [−20.2 %, −18.6 %]');
     expect(tps.getAttribute('title')).toContain('p-value: < 0.0001');
-    expect(tps.getAttribute('title')).toContain('Mann-Whitney');
+    expect(tps.getAttribute('title')).toContain('corrected for autocorrelation');
+    expect(tps.getAttribute('title')).toContain('practical threshold: ±5 %');
 
     const p95 = container.querySelector('[data-metric=p95] [data-run-id="3"]')!;
     expect(p95.querySelector('.verdict.v-regression')!.textContent).toBe('regression');
-    expect(p95.getAttribute('title')).toMatch(/99 % interval of Δ: \[\+0\.243 ms, \+0\.382 ms\]/);
+    expect(p95.getAttribute('title')).toMatch(/95 % interval of Δ: \[\+2 ms, \+2\.6 ms\]/);
 
-    const inc = container.querySelector('[data-metric=tps] [data-run-id="5"]')!;
+    // inconclusive says what would decide it, computed by the server from the noise
+    const inc = container.querySelector('[data-metric=p95] [data-run-id="5"]')!;
     expect(inc.querySelector('.v-inconclusive')!.textContent).toBe('inconclusive');
-    expect(inc.getAttribute('title')).toContain('fewer than 10 usable seconds');
+    expect(inc.querySelector('[data-testid=decide]')!.textContent).toBe('to decide: run both runs for ≥ 20 s');
+    expect(container.querySelector('[data-metric=tps] [data-run-id="5"]')!.getAttribute('data-verdict')).toBe('no_change');
+
+    // generator CPU follows the load: no verdict, no effect
+    const cpu = container.querySelector('[data-metric=cpu_percent] [data-run-id="3"]')!;
+    expect(cpu.querySelector('.verdict.v-none')!.textContent).toBe('no verdict');
+    expect(cpu.querySelector('[data-testid=effect]')).toBeNull();
+    expect(container.querySelector('[data-testid=compare-row][data-metric=cpu_percent] [data-testid=follows-load]')!.textContent).toBe('follows the load');
+    expect(container.querySelector('[data-testid=compare-row][data-metric=tps] [data-testid=row-threshold]')!.textContent).toBe('±5 %');
+    expect(container.querySelector('[data-testid=compare-counts]')!.textContent).not.toContain('no verdict');
 
     expect(container.querySelector('[data-metric=tps] [data-run-id="1"]')!.getAttribute('data-verdict')).toBe('baseline');
   });
@@ -58,14 +72,42 @@ describe('ComparePage', () => {
     const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
     await waitFor(() => expect(container.querySelector('[data-testid=compare-warnings]')).not.toBeNull());
     const items = [...container.querySelectorAll('[data-testid=compare-warnings] li')].map((li) => li.textContent);
-    expect(items).toHaveLength(res.warnings!.length);
+    expect(items).toHaveLength(res.warnings!.filter((w) => typeof w !== 'string' && w.load).length);
     expect(items[0]).toContain('applies a different load than the baseline');
     expect(container.querySelector('[data-testid=compare-warnings] .warn-kind')!.textContent).toBe('load differs');
     for (const id of ['tps', 'p95', 'p99', 'errors', 'cpu', 'vus']) {
       const chart = container.querySelector(`[data-testid=compare-chart-${id}]`)!;
       expect(chart.getAttribute('data-series')).toBe('3');
-      expect(chart.getAttribute('data-points')).toBe('4');
+      // the union of the runs' (downsampled) seconds
+      expect(chart.getAttribute('data-points')).toBe(String(alignSeries(res.series, [1, 3, 5], PICKS.tps)[0].length));
     }
+  });
+
+  it('shows data notes apart from the load warning, which appears only for a load difference', async () => {
+    const notesOnly: CompareResponse = {
+      ...res,
+      warnings: [{ code: 'few_seconds', run_id: 5, message: '#5 has 3 usable seconds (of 5), fewer than 4: its verdicts are inconclusive' }],
+    };
+    stub(notesOnly);
+    const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-notes]')).not.toBeNull());
+    expect(container.querySelector('[data-testid=compare-warnings]')).toBeNull();
+    expect(container.querySelector('[data-testid=compare-notes]')!.textContent).toContain('too few seconds');
+  });
+
+  it('edits the practical threshold: sent to the server through the URL, refused outside (0, 100]', async () => {
+    const f = stub();
+    const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1&threshold=10') });
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-threshold]')).not.toBeNull());
+    expect(String(f.mock.calls[0][0])).toMatch(/&threshold=10$/);
+    const input = container.querySelector<HTMLInputElement>('[data-testid=compare-threshold]')!;
+    expect(input.value).toBe('5'); // what the server used (the fixture's answer)
+    await fireEvent.input(input, { target: { value: '0' } });
+    await fireEvent.change(input);
+    expect(container.querySelector('[data-testid=compare-threshold-error]')!.textContent).toContain('above 0');
+    await fireEvent.input(input, { target: { value: '2.5' } });
+    await fireEvent.change(input);
+    expect(location.hash).toBe('#/compare?ids=1,3,5&baseline=1&threshold=2.5');
   });
 
   it('changes the baseline through the URL', async () => {
