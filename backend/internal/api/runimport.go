@@ -31,6 +31,10 @@ const (
 	actRunImport = "run.import"
 )
 
+// importSlots bounds the imports decoded at once (each may hold its body and the decoded file,
+// some tens of MiB): others wait for a slot.
+var importSlots = make(chan struct{}, 2)
+
 // bodyLimit is the most a request to c's route may send: maxImportBody for an import, maxBody
 // for everything else.
 func bodyLimit(c *gin.Context) int64 {
@@ -79,11 +83,17 @@ func (s *Server) importRun(c *gin.Context) (int, any, error) {
 	if !ok {
 		return 0, nil, errf(http.StatusNotImplemented, "not_implemented", "this server's storage cannot import runs")
 	}
+	ctx := c.Request.Context()
+	select {
+	case importSlots <- struct{}{}:
+		defer func() { <-importSlots }()
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
 	f, spec, err := readRunFile(c)
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx := c.Request.Context()
 	sp, created, err := s.importPlan(c, planID, spec)
 	if err != nil {
 		return 0, nil, err
