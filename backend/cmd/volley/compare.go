@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/volley-load/volley/backend/internal/compare"
-	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -29,16 +29,18 @@ func compareCmd() *cobra.Command {
 	db := "volley.db"
 	c := &cobra.Command{
 		Use:   "compare BASELINE RUN [RUN…]",
-		Short: "Compare runs (ids in the database, or `volley run --out` summary files): delta table, exit 1 on a regression",
+		Short: "Compare runs (ids in the database, or `volley run --out` run files): delta table, exit 1 on a regression",
 		Long: `Compare 2 to 5 runs against the first (the baseline): TPS, p50, p90, p95, p99, max latency,
 error rate and the generator's CPU and RSS, each with a verdict — regression, improvement,
 no_change or inconclusive — from a Mann-Whitney U test (per-second TPS, error rate, CPU, RSS) or a
 bootstrap confidence interval (latency percentiles), with a 5 % practical floor (see
 docs/api.md, "Compare").
 
-The runs are either run ids in the database (volley compare 12 13 --db volley.db) or summary files
-written by 'volley run --out' (volley compare a.json b.json). Summary files have no per-second
-data, so their verdicts are inconclusive: only the deltas are shown.
+The runs are either run ids in the database (volley compare 12 13 --db volley.db) or files
+(volley compare a.json b.json): run files written by 'volley run --out' (tested as stored runs
+are), JSON exports ('volley run --report x.json', the server's report?format=json: no histograms,
+so the latency verdicts are inconclusive) or summaries from an older --out (no per-second data:
+only the deltas). A "note:" line says what a file lacks (docs/api.md, "Run files").
 
 Exit status: 0 no regression; 1 some metric of some run is a regression; 2 bad input (wrong
 arguments, unknown run, unreadable file or database).`,
@@ -75,7 +77,7 @@ func compareMain(stdout, stderr io.Writer, args []string, db string) error {
 	case len(args):
 		runs, err = runsFromDB(db, ids)
 	case 0:
-		runs, err = runsFromFiles(args)
+		runs, err = runsFromFiles(stdout, args)
 	default:
 		return bad("give either run ids or summary files, not both")
 	}
@@ -135,26 +137,12 @@ func runsFromDB(db string, ids []int64) ([]*compare.Run, error) {
 	return runs, nil
 }
 
-func runsFromFiles(paths []string) ([]*compare.Run, error) {
+func runsFromFiles(stdout io.Writer, paths []string) ([]*compare.Run, error) {
 	runs := make([]*compare.Run, len(paths))
 	for i, path := range paths {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
-		}
-		// A summary is an object with at least these keys; anything else is not a --out file.
-		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(b, &probe); err != nil {
-			return nil, fmt.Errorf("%s is not a summary file from 'volley run --out': %v", path, err)
-		}
-		for _, k := range []string{"requests", "rps", "latency_ms"} {
-			if _, ok := probe[k]; !ok {
-				return nil, fmt.Errorf("%s is not a summary file from 'volley run --out' (no %q)", path, k)
-			}
-		}
-		var s metrics.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
 		}
 		label := filepath.Base(path)
 		for _, r := range runs[:i] {
@@ -162,7 +150,14 @@ func runsFromFiles(paths []string) ([]*compare.Run, error) {
 				label = path
 			}
 		}
-		runs[i] = compare.FromSummary(int64(i+1), label, &s)
+		r, note, err := runFromFile(int64(i+1), label, b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if note != "" {
+			fmt.Fprintf(stdout, "note: %s: %s\n", label, note)
+		}
+		runs[i] = r
 	}
 	return runs, nil
 }
@@ -219,16 +214,13 @@ func printComparison(w io.Writer, runs []*compare.Run, res *compare.Result) {
 			if v.DeltaPct != nil {
 				pct = fmt.Sprintf("%+.1f%%", *v.DeltaPct)
 			}
-			test := ""
-			switch {
-			case v.PValue != nil:
-				test = fmt.Sprintf("p=%.2g", *v.PValue)
-			case v.CI != nil:
-				lo, hi := v.CI[0], v.CI[1]
-				test = fmt.Sprintf("99%% CI [%s, %s]", formatValue(m.Unit, &lo, true), formatValue(m.Unit, &hi, true))
+			test := effectText(m, v, res.Confidence)
+			if v.Verdict == compare.NotJudged {
+				test = v.Reason // follows the load, or no reliable test
 			}
-			if v.Reason != "" && v.Verdict == compare.Inconclusive {
-				test = v.Reason
+			if v.Verdict == compare.Inconclusive {
+				test = strings.TrimSpace(strings.Join([]string{test, cmp.Or(v.DecideHint, v.Reason)}, "; "))
+				test = strings.Trim(test, "; ")
 			}
 			verdict := string(v.Verdict)
 			if v.Verdict == compare.Regression {
@@ -248,6 +240,19 @@ func printComparison(w io.Writer, runs []*compare.Run, res *compare.Result) {
 	} else {
 		fmt.Fprintln(w, "\nno regression")
 	}
+}
+
+// effectText is a value's effect with its confidence interval: relative effects in %, absolute
+// ones (the error rate) in percentage points; "" when the metric has no test.
+func effectText(m compare.Metric, v compare.Value, conf float64) string {
+	if v.Effect == nil || v.CILow == nil || v.CIHigh == nil {
+		return ""
+	}
+	unit := "%"
+	if m.EffectKind != "relative" {
+		unit = " pp"
+	}
+	return fmt.Sprintf("effect %+.1f%s, %.0f%% CI [%+.1f, %+.1f]", *v.Effect*100, unit, conf*100, *v.CILow*100, *v.CIHigh*100)
 }
 
 func compareName(runs []*compare.Run, id int64) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/report"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -100,6 +101,34 @@ func runCompare(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// compareCase is a `volley compare` command line and what it must answer.
+type compareCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []string // each in the output
+	stderr string   // in the error output
+}
+
+// checkCompare runs c and reports what differs; ok is false when the exit status does.
+func checkCompare(t *testing.T, c compareCase) (out string, ok bool) {
+	t.Helper()
+	code, out, errOut := runCompare(t, c.args...)
+	if code != c.code {
+		t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", c.name, code, c.code, out, errOut)
+		return out, false
+	}
+	for _, w := range c.stdout {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s: output lacks %q:\n%s", c.name, w, out)
+		}
+	}
+	if c.stderr != "" && !strings.Contains(errOut, c.stderr) {
+		t.Errorf("%s: stderr %q lacks %q", c.name, errOut, c.stderr)
+	}
+	return out, true
+}
+
 func TestCompareCommand(t *testing.T) {
 	db, ids := seedDB(t, 5, 5, 6.5) // baseline, same, 30 % slower
 	dir := t.TempDir()
@@ -110,17 +139,11 @@ func TestCompareCommand(t *testing.T) {
 	notSummary := filepath.Join(dir, "plan.json")
 	_ = os.WriteFile(notSummary, []byte(`{"name":"x"}`), 0o644)
 	id := func(i int) string { return fmt.Sprint(ids[i]) }
-	for _, c := range []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr string
-	}{
+	for _, c := range []compareCase{
 		{"same runs", []string{id(0), id(1), "--db", db}, 0, []string{"no_change", "no regression", "p95", "tps"}, ""},
-		{"slower run", []string{id(0), id(2), "--db", db}, 1, []string{"REGRESSION", "99% CI [+", "regression(s)"}, ""},
+		{"slower run", []string{id(0), id(2), "--db", db}, 1, []string{"REGRESSION", "95% CI [+", "regression(s)"}, ""},
 		{"three runs", []string{id(0), id(1), id(2), "--db", db}, 1, []string{"#" + id(1), "#" + id(2)}, ""},
-		{"summary files", []string{sumA, sumB}, 0, []string{"inconclusive", "+50.0%", "-30.0%", "summary only", "no per-second data"}, ""},
+		{"summary files", []string{sumA, sumB}, 0, []string{"inconclusive", "+50.0%", "-30.0%", "summary only", "no per-second data", "note: a.json: a summary only"}, ""},
 		{"one run", []string{id(0), "--db", db}, 2, nil, "give 2 to 5 runs"},
 		{"six runs", []string{"1", "2", "3", "4", "5", "6", "--db", db}, 2, nil, "give 2 to 5 runs"},
 		{"mixed", []string{id(0), sumA, "--db", db}, 2, nil, "not both"},
@@ -128,22 +151,10 @@ func TestCompareCommand(t *testing.T) {
 		{"duplicate", []string{id(0), id(0), "--db", db}, 2, nil, "listed twice"},
 		{"no database", []string{"1", "2", "--db", filepath.Join(dir, "nope.db")}, 2, nil, "no database file"},
 		{"missing file", []string{sumA, filepath.Join(dir, "nope.json")}, 2, nil, "no such file"},
-		{"not a summary", []string{sumA, notSummary}, 2, nil, "not a summary file"},
+		{"not a summary", []string{sumA, notSummary}, 2, nil, "not a run file"},
 		{"bad flag", []string{"--bogus", "1", "2"}, 2, nil, "unknown flag"},
 	} {
-		code, out, errOut := runCompare(t, c.args...)
-		if code != c.code {
-			t.Errorf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", c.name, code, c.code, out, errOut)
-			continue
-		}
-		for _, w := range c.stdout {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: output lacks %q:\n%s", c.name, w, out)
-			}
-		}
-		if c.stderr != "" && !strings.Contains(errOut, c.stderr) {
-			t.Errorf("%s: stderr %q lacks %q", c.name, errOut, c.stderr)
-		}
+		checkCompare(t, c)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "nope.db")); err == nil {
 		t.Error("compare created a database file")
@@ -203,4 +214,70 @@ func TestRunReportFlag(t *testing.T) {
 		t.Error("load was sent although the report could not be written")
 	}
 	runReport = reportFile{}
+}
+
+// runFiles writes runs of a database as run files (volley run --out) and as JSON exports
+// (report?format=json): the same seconds, with and without their histograms.
+func runFiles(t *testing.T, db, dir string, ids []int64) (files, exports []string) {
+	t.Helper()
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range ids {
+		r, err := st.GetRun(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smps, _ := st.Samples(t.Context(), id)
+		hist, _ := st.RunHistogram(t.Context(), id)
+		f := metrics.RunFile{Version: metrics.RunFileVersion, Plan: r.PlanSpec, Merged: string(hist),
+			Run: metrics.RunFileRun{Status: "finished", StartedAt: r.StartedAt, EndedAt: *r.EndedAt}}
+		_ = json.Unmarshal(r.Summary, &f.Summary)
+		var samples []metrics.Sample
+		for _, s := range smps {
+			var fs metrics.FileSample
+			_ = json.Unmarshal(s.Data, &fs.Sample)
+			samples = append(samples, fs.Sample)
+			fs.Hist = string(s.Hist)
+			f.Samples = append(f.Samples, fs)
+		}
+		b, _ := json.Marshal(f)
+		files = append(files, filepath.Join(dir, fmt.Sprintf("run%d.json", id)))
+		_ = os.WriteFile(files[len(files)-1], b, 0o600)
+		var e bytes.Buffer
+		_ = report.WriteJSON(&e, report.Report{Run: map[string]any{"id": id, "plan": json.RawMessage(r.PlanSpec)}, Summary: &f.Summary, Samples: samples})
+		exports = append(exports, filepath.Join(dir, fmt.Sprintf("export%d.json", id)))
+		_ = os.WriteFile(exports[len(exports)-1], e.Bytes(), 0o600)
+	}
+	return files, exports
+}
+
+// Run files give the verdicts the database gives; a JSON export gives the per-second ones and
+// says what it lacks; a damaged or newer file is bad input.
+func TestCompareRunFilesAndExports(t *testing.T) {
+	db, ids := seedDB(t, 5, 5, 6.5) // baseline, same, 30 % slower
+	dir := t.TempDir()
+	files, exports := runFiles(t, db, dir, ids)
+	b, _ := os.ReadFile(files[0])
+	damaged := filepath.Join(dir, "damaged.json")
+	_ = os.WriteFile(damaged, bytes.ReplaceAll(b, []byte(`"hist":"`), []byte(`"hist":"AAAA`)), 0o600)
+	newer := filepath.Join(dir, "newer.json")
+	_ = os.WriteFile(newer, bytes.Replace(b, []byte(`"volley_run_file":1`), []byte(`"volley_run_file":7`), 1), 0o600)
+	for _, c := range []compareCase{
+		{"same run files", []string{files[0], files[1]}, 0, []string{"no_change", "no regression"}, ""},
+		{"slower run file", []string{files[0], files[2]}, 1, []string{"REGRESSION", "95% CI [+", "(38 of 40 seconds usable)"}, ""},
+		{"exports", []string{exports[0], exports[2]}, 0, []string{"note: export", "no latency histograms", "no latency data", "effect +"}, ""},
+		{"damaged", []string{files[0], damaged}, 2, nil, "hist: not a compressed HdrHistogram"},
+		{"newer", []string{files[0], newer}, 2, nil, "newer than this volley reads"},
+	} {
+		out, ok := checkCompare(t, c)
+		if !ok {
+			continue
+		}
+		if strings.Contains(out, "note:") != (c.name == "exports") {
+			t.Errorf("%s: notes: %s", c.name, out)
+		}
+	}
 }

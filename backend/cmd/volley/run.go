@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,17 +27,21 @@ func runCmd() *cobra.Command {
 		Short: "Run a plan headless: live progress, end-of-run table, exit 1 if a threshold fails",
 		Long: `Run a plan file without the web UI (for CI and quick checks).
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
-3 the run could not start or its results could not be written; 130 stopped by Ctrl-C or SIGTERM
-(the summary of what ran is still printed and written).
+3 the run could not start or its results could not be written or uploaded; 130 stopped by Ctrl-C
+or SIGTERM (the summary of what ran is still printed, written and uploaded).
+--out writes a run file (the summary, every second with its latency histogram, the masked plan)
+that 'volley compare' tests and that --server uploads to the platform's history (docs/api.md,
+"Run files").
 A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRET_NAME.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "write the summary as JSON to this file")
+	c.Flags().StringVar(&out, "out", "", "write the run file (summary, per-second data and histograms, plan) as JSON to this file, for volley compare")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no live progress line")
 	runReport.flag(c)     // --report FILE (runreport.go)
+	runUpload.flag(c)     // --server, --token, --plan-id (runfile.go)
 	targetPolicy.flag(c)  // --allow-target, --deny-target (targetpolicy.go)
 	runLimits.register(c) // --max-vus … --memory-budget (limits.go)
 	return c
@@ -103,8 +106,13 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	if err != nil {
 		return err
 	}
+	var secs runSeconds // for --out and --server
+	keep := outFile != nil || runUpload.server != ""
 	e, err := engine.New(compiled, engine.Options{Policy: targetPolicy.policy(), OnSample: func(s metrics.Sample) {
 		cum += s.Requests
+		if keep {
+			secs.add(s)
+		}
 		runReport.add(s)
 		if !quiet {
 			fmt.Fprintf(stderr, "%s\n", progressLine(s, cum, total))
@@ -114,7 +122,9 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
+	started := time.Now()
 	sum, err := e.Run(ctx)
+	ended := time.Now()
 	if err != nil {
 		if sum != nil { // a panic ended the run: what ran is still shown
 			printSummary(stdout, p, sum)
@@ -126,10 +136,22 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	if err := runReport.write(p, sum, interrupted); err != nil {
 		return fail("cannot write the report: %v", err)
 	}
-	if outFile != nil {
-		b, _ := json.MarshalIndent(sum, "", "  ")
-		if _, err := outFile.Write(append(b, '\n')); err != nil {
-			return fail("cannot write the summary: %v", err)
+	if keep {
+		b, err := secs.runFile(p, sum, started, ended, interrupted)
+		if err != nil {
+			return fail("cannot encode the run file: %v", err)
+		}
+		if outFile != nil {
+			if _, err := outFile.Write(b); err != nil {
+				return fail("cannot write the run file: %v", err)
+			}
+		}
+		if runUpload.server != "" {
+			where, err := runUpload.upload(b)
+			if err != nil {
+				return fail("cannot upload the run to %s: %v", runUpload.server, err)
+			}
+			fmt.Fprintln(stderr, "volley:", where)
 		}
 	}
 	if interrupted {

@@ -48,6 +48,8 @@ var routePolicy = auth.Policy{
 	{Method: http.MethodGet, Route: "/api/secrets", Role: auth.Tester},
 	{Method: http.MethodHead, Route: "/api/secrets", Role: auth.Tester},
 	{Route: "/api/secrets/*", Role: auth.Admin},
+	// A CLI run uploaded into the history (runimport.go): a tester's, as starting a run is.
+	{Method: http.MethodPost, Route: "/api/runs/import", Role: auth.Tester},
 }
 
 // publicRoutes answer without a session or token.

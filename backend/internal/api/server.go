@@ -128,7 +128,7 @@ func (s *Server) Router() *gin.Engine {
 	})
 	r.Use(s.recovery())
 	r.Use(func(c *gin.Context) {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(c)) // runimport.go
 		c.Next()
 	})
 	r.Use(s.authenticate()) // after the guard's checks; the roles per route: routePolicy (auth.go)
@@ -158,6 +158,7 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/runs/:id/previous", s.wrap(s.previousRun))
 	a.GET("/runs/:id/distribution", s.wrap(s.distribution))
 	a.GET("/runs/:id/report", longWrite, s.runReport)
+	a.POST("/runs/import", s.wrap(s.importRun)) // runimport.go
 	a.POST("/runs/:id/stop", s.wrap(s.stopRun))
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))
 	a.GET("/runs/:id/samples", longWrite, s.wrap(s.samples))

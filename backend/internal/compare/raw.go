@@ -29,14 +29,7 @@ func FromStored(id int64, summary, planSpec []byte, seconds []StoredSecond) (*Ru
 		}
 		m.Summary = &s
 	}
-	if len(planSpec) > 0 {
-		// Decoded leniently (not plan.Parse): a plan stored by an older version still describes
-		// its load even if today's validation would word it differently.
-		var p plan.Plan
-		if err := json.Unmarshal(planSpec, &p); err == nil {
-			m.Plan = &p
-		}
-	}
+	m.Plan = lenientPlan(planSpec)
 	r := NewRun(m)
 	for i, sec := range seconds {
 		var s metrics.Sample
@@ -59,4 +52,39 @@ func FromStored(id int64, summary, planSpec []byte, seconds []StoredSecond) (*Ru
 // appear in the table, its verdicts are inconclusive.
 func FromSummary(id int64, label string, s *metrics.Summary) *Run {
 	return NewRun(Meta{ID: id, Label: label, Summary: s})
+}
+
+// FromSamples prepares a run from a file: a run file's or a JSON export's summary (nil when
+// there is none), plan JSON (may be empty) and seconds in time order. A second's Hist is its
+// encoded histogram as metrics.RunFile carries it, decoded with metrics.DecodeHistCounts (the
+// limits of a file from outside); a second without one (a JSON export) has no latency data, so
+// the latency verdicts are inconclusive while the per-second ones (TPS, error rate, CPU, RSS)
+// are tested.
+func FromSamples(id int64, label string, sum *metrics.Summary, planSpec []byte, seconds []metrics.Sample) (*Run, error) {
+	m := Meta{ID: id, Label: label, Summary: sum, Plan: lenientPlan(planSpec)}
+	r := NewRun(m)
+	for i, s := range seconds {
+		var h *hdr.Histogram
+		if s.Hist != "" {
+			counts, err := metrics.DecodeHistCounts(s.Hist)
+			if err != nil {
+				return nil, fmt.Errorf("%s: second %d: %w", m.Name(), i+1, err)
+			}
+			h = metrics.HistFromCounts(counts)
+		}
+		s.Hist = ""
+		r.AddSecond(s, h)
+	}
+	return r, nil
+}
+
+// lenientPlan decodes a plan JSON leniently (not plan.Parse): a plan stored by an older version
+// still describes its load even if today's validation would word it differently. Nil when
+// spec is empty or not a plan.
+func lenientPlan(spec []byte) *plan.Plan {
+	var p plan.Plan
+	if len(spec) == 0 || json.Unmarshal(spec, &p) != nil {
+		return nil
+	}
+	return &p
 }

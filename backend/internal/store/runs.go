@@ -139,18 +139,7 @@ func (s *Store) CreateRun(ctx context.Context, planID int64, planName string, pl
 // returns, which is what bounds a crash's loss to the current second. It returns ErrNotFound if
 // the run does not exist; storing the same second twice is an error.
 func (s *Store) AppendSample(ctx context.Context, runID int64, smp Sample, p Progress) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE runs SET duration_s = ?, requests = ?, rps = ?, p95_ms = ?, error_rate = ?
-			WHERE id = ?`, p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, runID)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		return tx.Exec("INSERT INTO run_samples (run_id, second, t_ms, data, hist) VALUES (?, ?, ?, ?, ?)",
-			runID, smp.Second, smp.TMs, string(smp.Data), nullBlob(smp.Hist)).Error
-	})
+	err := s.write(ctx, func(tx *gorm.DB) error { return writeSamples(tx, runID, []Sample{smp}, p) })
 	if err != nil {
 		return fmt.Errorf("store: run %d: append sample %d: %w", runID, smp.Second, err)
 	}
