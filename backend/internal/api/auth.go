@@ -72,7 +72,7 @@ func (s *Server) UseAuth(cfg AuthConfig) *Server {
 func Require(role auth.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !principal(c).Role.Allows(role) {
-			c.AbortWithStatusJSON(http.StatusForbidden, gin.H{"error": forbidden(role)})
+			abortWith(c, forbidden(role))
 			return
 		}
 		c.Next()
