@@ -58,14 +58,17 @@ func runProbed(t *testing.T, p *plan.Plan) (*metrics.Summary, delay) {
 }
 
 // checkDropped checks the open model's accounting: every one of the n scheduled iterations was
-// sent or counted as dropped, and iterations are dropped only when goroutines woke late. An
+// sent or counted as dropped — but for those due within the worst delay before the end (at rate
+// per second), whose VUs may wake after the run has ended — and iterations are dropped only when
+// goroutines woke late. An
 // iteration is dropped when its VU wakes more than dropTolerance after its due time; when the
 // probe saw no wakeup even half that late, none may be, and when it did, at most as many as the
 // probe's share of such wakeups predicts (×4 for the VUs' own contention) plus one.
-func checkDropped(t *testing.T, sum *metrics.Summary, n int64, dl delay) {
+func checkDropped(t *testing.T, sum *metrics.Summary, n, rate int64, dl delay) {
 	t.Helper()
-	if got := sum.Requests + sum.Interrupted + sum.DroppedIterations; got != n {
-		t.Errorf("requests %d + interrupted %d + dropped %d = %d, want %d", sum.Requests, sum.Interrupted, sum.DroppedIterations, got, n)
+	atEnd := int64(math.Ceil(float64(rate) * dl.worst / 1000))
+	if got := sum.Requests + sum.Interrupted + sum.DroppedIterations; got > n || got < n-atEnd {
+		t.Errorf("requests %d + interrupted %d + dropped %d = %d, want %d (-%d at the end)", sum.Requests, sum.Interrupted, sum.DroppedIterations, got, n, atEnd)
 	}
 	d := dl.probe
 	late := d.Later(dropTolerance / 2)
@@ -129,7 +132,7 @@ func TestOpenModelSeesAStallInItsPercentiles(t *testing.T) {
 	rel := 2 * ms(released())
 	t.Logf("the held answers left the target up to %.3g ms late", rel/2)
 	// 600 iterations due; the schedule's rounding may put ±3 inside or outside the 6 s.
-	checkDropped(t, sum, sum.Requests+sum.Interrupted+sum.DroppedIterations, d)
+	checkDropped(t, sum, sum.Requests+sum.Interrupted+sum.DroppedIterations, 100, d)
 	between(t, "requests + dropped", float64(sum.Requests+sum.Interrupted+sum.DroppedIterations), 597, 603)
 	if sum.Errors != 0 {
 		t.Errorf("errors %v", sum.ErrorKinds)
@@ -155,11 +158,11 @@ func TestOpenModelSeesAStallInItsPercentiles(t *testing.T) {
 }
 
 func TestClosedModelKeepsTheStalledRequest(t *testing.T) {
-	tg, startClock, _ := stallTarget(t)
+	tg, startClock, released := stallTarget(t)
 	p := mustPlan(t, closedPlan(tg.URL, 1, "6s", "5s", ""))
 	startClock()
-	sum, _ := run(t, p)
-	between(t, "max ms", sum.Latency.Max, 1900, 2100)
+	sum, d := runProbed(t, p)
+	between(t, "max ms", sum.Latency.Max, 1900, 2100+d.worst+2*ms(released()))
 	if sum.Errors != 0 || sum.Requests+sum.Interrupted != tg.Requests() {
 		t.Errorf("errors %v; volley %d target %d", sum.ErrorKinds, sum.Requests, tg.Requests())
 	}
@@ -167,7 +170,7 @@ func TestClosedModelKeepsTheStalledRequest(t *testing.T) {
 
 func TestOpenModelAgainstASlowTarget(t *testing.T) {
 	var inFlight, peak atomic.Int64
-	var first, last atomic.Int64
+	var first, last, answered atomic.Int64
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now().UnixNano()
 		first.CompareAndSwap(0, now)
@@ -181,17 +184,28 @@ func TestOpenModelAgainstASlowTarget(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		inFlight.Add(-1)
+		for now := time.Now().UnixNano(); ; { // the latest: when the last answer left
+			if a := answered.Load(); now <= a || answered.CompareAndSwap(a, now) {
+				break
+			}
+		}
 	})
 	start := time.Now()
-	sum, _ := run(t, mustPlan(t, openPlan(tg.URL, 20, "5s", 100, "10s", "")))
+	sum, d := runProbed(t, mustPlan(t, openPlan(tg.URL, 20, "5s", 100, "10s", "")))
 	took := time.Since(start)
-	between(t, "requests", float64(sum.Requests), 99, 101)
-	between(t, "last sent after first (s)", time.Duration(last.Load()-first.Load()).Seconds(), 4.8, 5.0)
-	between(t, "peak in flight", float64(peak.Load()), 38, 42)
-	between(t, "min ms", sum.Latency.Min, 1995, 2100) // HDR buckets: 0.1% precision
-	between(t, "max ms", sum.Latency.Max, 2000, 2100)
-	between(t, "run length (s)", took.Seconds(), 6.9, 7.5)
-	between(t, "send rate", sum.SendRate, 19.8, 20.2)
+	// Late sends (d.worst) and dropped iterations move the figures by what was measured.
+	late, drops := d.worst/1000, float64(sum.DroppedIterations)
+	checkDropped(t, sum, 100, 20, d)
+	between(t, "last sent after first (s)", time.Duration(last.Load()-first.Load()).Seconds(), 4.8-late, 5.0+late)
+	between(t, "peak in flight", float64(peak.Load()), 38-drops-20*late, 42+20*late)
+	between(t, "min ms", sum.Latency.Min, 1995, 2100+d.worst) // HDR buckets: 0.1% precision
+	between(t, "max ms", sum.Latency.Max, 2000, 2100+d.worst)
+	// The run waits for the answers to its last sends (5 s + 2 s), and ends soon after the last.
+	lastAnswer := time.Duration(answered.Load() - start.UnixNano()).Seconds()
+	between(t, "run length (s)", took.Seconds(), 6.9, max(7.5, lastAnswer+0.5)+late)
+	if sum.DroppedIterations == 0 {
+		between(t, "send rate", sum.SendRate, 19.8, 20.2)
+	}
 	if sum.RPS <= 0 || sum.RPS >= sum.SendRate {
 		t.Errorf("completion rate %.2f should be below the send rate %.2f (the run lasts 7 s)", sum.RPS, sum.SendRate)
 	}
@@ -202,14 +216,14 @@ func TestOpenModelAgainstASlowTarget(t *testing.T) {
 
 func TestClosedModelAccountsForEveryRequest(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(800 * time.Millisecond) })
-	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 10, "3s", "5s", "")))
+	sum, d := runProbed(t, mustPlan(t, closedPlan(tg.URL, 10, "3s", "5s", "")))
 	if tg.Requests() != 40 {
 		t.Errorf("target received %d, want 40", tg.Requests())
 	}
 	if sum.Requests+sum.Interrupted != 40 || sum.Errors != 0 {
 		t.Errorf("requests %d interrupted %d errors %v", sum.Requests, sum.Interrupted, sum.ErrorKinds)
 	}
-	between(t, "p50 ms", sum.Latency.P50, 800, 830)
+	between(t, "p50 ms", sum.Latency.P50, 800, 830+d.typical)
 }
 
 func TestConnectionCloseEveryResponse(t *testing.T) {
@@ -217,12 +231,14 @@ func TestConnectionCloseEveryResponse(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		w.Header().Set("Connection", "close")
 	})
-	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 4, "3s", "1s", "")))
+	sum, d := runProbed(t, mustPlan(t, closedPlan(tg.URL, 4, "3s", "1s", "")))
 	if sum.Errors != 0 {
 		t.Errorf("errors %v", sum.ErrorKinds)
 	}
-	between(t, "rps", sum.RPS, 65, 80)
-	between(t, "p50 ms", sum.Latency.P50, 50, 56)
+	// 4 VUs, each a request per ~55 ms (50 ms + a new connection) on a quiet machine; a late
+	// wakeup adds to each.
+	between(t, "rps", sum.RPS, 4000/(61.5+d.typical), 80)
+	between(t, "p50 ms", sum.Latency.P50, 50, 56+d.typical)
 	if tg.Conns() < sum.Requests {
 		t.Errorf("%d connections for %d requests with Connection: close", tg.Conns(), sum.Requests)
 	}
@@ -243,11 +259,11 @@ func TestBodilessResponses(t *testing.T) {
 				method = "HEAD"
 			}
 			js := fmt.Sprintf(`{"name":"t","requests":[{"method":%q,"url":"http://%s/"}],"load":{"vus":2,"duration":"2s"},"http":{"timeout":"1s"}}`, method, srv.Addr)
-			sum, _ := run(t, mustPlan(t, js))
+			sum, d := runProbed(t, mustPlan(t, js))
 			if sum.Errors != 0 || sum.Requests == 0 {
 				t.Fatalf("requests %d errors %v", sum.Requests, sum.ErrorKinds)
 			}
-			between(t, "p99 ms", sum.Latency.P99, 0, 20)
+			between(t, "p99 ms", sum.Latency.P99, 0, 20+d.typical)
 			if sum.BodyBytesIn != 0 {
 				t.Errorf("body bytes %d", sum.BodyBytesIn)
 			}
@@ -332,7 +348,7 @@ func TestRedirects(t *testing.T) {
 	})
 	t.Run("following", func(t *testing.T) {
 		tg := redirectTarget(t)
-		sum, _ := run(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", `,"follow_redirects":true`)))
+		sum, d := runProbed(t, mustPlan(t, openPlan(tg.URL+"/", 20, "2s", 20, "2s", `,"follow_redirects":true`)))
 		// 40 arrivals, each two hops to the target; on a busy machine a few dropped or cut off
 		// (chains hold a VU longer than single requests: a lower floor than "not following")
 		n := sum.Requests
@@ -341,7 +357,7 @@ func TestRedirects(t *testing.T) {
 			t.Errorf("codes %v requests %d errors %v dropped %d interrupted %d target %d", sum.StatusCodes, n, sum.ErrorKinds,
 				sum.DroppedIterations, sum.Interrupted, tg.Requests())
 		}
-		between(t, "p50 ms", sum.Latency.P50, 40, 50)
+		between(t, "p50 ms", sum.Latency.P50, 40, 50+d.typical)
 	})
 	t.Run("loop", func(t *testing.T) {
 		tg := redirectTarget(t)
@@ -367,7 +383,7 @@ func TestTimeoutsCoverTheWholeExchange(t *testing.T) {
 			}
 		})
 		sum, d := runProbed(t, mustPlan(t, openPlan(tg.URL, 20, "4s", 100, "1s", "")))
-		checkDropped(t, sum, 80, d)
+		checkDropped(t, sum, 80, 20, d)
 		// The target hangs every second request it sees, whichever were dropped.
 		if n := tg.Requests(); sum.Requests != n || sum.ErrorKinds["timeout"] != n/2 || sum.Successes != n-n/2 {
 			t.Errorf("successes %d kinds %v target %d", sum.Successes, sum.ErrorKinds, n)
@@ -389,7 +405,7 @@ func TestTimeoutsCoverTheWholeExchange(t *testing.T) {
 			}
 		})
 		sum, d := runProbed(t, mustPlan(t, openPlan(tg.URL, 5, "3s", 20, "1s", "")))
-		checkDropped(t, sum, 15, d)
+		checkDropped(t, sum, 15, 5, d)
 		if n := sum.Requests; sum.ErrorKinds["timeout"] != n || tg.Requests() != n {
 			t.Errorf("kinds %v requests %d target %d", sum.ErrorKinds, sum.Requests, tg.Requests())
 		}
@@ -399,7 +415,7 @@ func TestTimeoutsCoverTheWholeExchange(t *testing.T) {
 func TestDeadTargets(t *testing.T) {
 	t.Run("port closed", func(t *testing.T) {
 		sum, d := runProbed(t, mustPlan(t, openPlan("http://"+testutil.ClosedPort(t)+"/", 50, "2s", 20, "1s", "")))
-		checkDropped(t, sum, 100, d)
+		checkDropped(t, sum, 100, 50, d)
 		if sum.ErrorKinds["connect_refused"] != sum.Requests || sum.Requests == 0 {
 			t.Errorf("kinds %v requests %d", sum.ErrorKinds, sum.Requests)
 		}
@@ -407,7 +423,7 @@ func TestDeadTargets(t *testing.T) {
 	t.Run("reset after reading", func(t *testing.T) {
 		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer { return testutil.RawAnswer{Reset: true} })
 		sum, d := runProbed(t, mustPlan(t, openPlan("http://"+srv.Addr+"/", 50, "2s", 20, "1s", "")))
-		checkDropped(t, sum, 100, d)
+		checkDropped(t, sum, 100, 50, d)
 		// fasthttp turns an error on the first response byte into io.EOF; the VU's connection
 		// keeps the reset, so it is counted as one
 		if n := sum.Requests; sum.ErrorKinds["reset"] != n || n == 0 || srv.Requests() != n {

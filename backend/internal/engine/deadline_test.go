@@ -61,12 +61,12 @@ func TestTimeoutTimerUnderChurn(t *testing.T) {
 	if sum.Successes+timeouts != sum.Requests || sum.Errors != timeouts {
 		t.Errorf("requests %d = successes %d + timeouts %d? kinds %v", sum.Requests, sum.Successes, timeouts, sum.ErrorKinds)
 	}
-	// The shares below hold while a typical wakeup is late by well under the 4 ms timeout; on a
-	// machine so busy that it is not, most requests time out before they leave, and only the
+	// The shares below hold while wakeups are late by less than the 4 ms timeout (p99); on a
+	// machine so busy that they are not, most requests time out before they leave, and only the
 	// accounting above is checked.
-	calm := d.probe.P50 <= time.Millisecond
+	calm := d.probe.P99 < 4*time.Millisecond
 	if !calm {
-		t.Logf("a typical wakeup was %v late: the shares are not checked", d.probe.P50)
+		t.Logf("1%% of wakeups were over %v late: the shares are not checked", d.probe.P99)
 	}
 	if calm && (timeouts < sum.Requests/10 || sum.Successes < sum.Requests/10) {
 		t.Errorf("want both outcomes in numbers: successes %d timeouts %d", sum.Successes, timeouts)
