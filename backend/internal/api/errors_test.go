@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/store"
@@ -161,8 +164,21 @@ func TestStoreFailureIsGenericForClientsAndDetailedInTheLog(t *testing.T) {
 // Every answer carries a request id: the caller's when it is short and plain, else a new one;
 // error bodies repeat it, and validation errors still name their fields.
 func TestEveryAnswerCarriesARequestID(t *testing.T) {
-	a := newApp(t)
+	s := newStack(t, stackConfig{})
+	a := s.app
 	generated := regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+	// The websocket's 101 too.
+	_, p := a.do("POST", "/api/plans", planJSON("http://127.0.0.1:9/", 1, "1s"))
+	id := seedRun(t, s.st, int64(p["id"].(float64)), time.Now(), seeded{seconds: 2, rps: 10, medianMs: 1}, 1)
+	ws, res, err := websocket.DefaultDialer.Dial(fmt.Sprintf("ws%s/api/runs/%d/live", strings.TrimPrefix(a.url, "http"), id), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Close()
+	if !generated.MatchString(res.Header.Get(api.RequestIDHeader)) {
+		t.Errorf("websocket upgrade: X-Request-Id %q", res.Header.Get(api.RequestIDHeader))
+	}
 
 	ok := call(t, newReq("GET", a.url+"/api/plans", ""))
 	if ok.status != 200 || !generated.MatchString(ok.id) {
