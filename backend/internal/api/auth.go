@@ -206,7 +206,7 @@ func authError(err error) error {
 func decodeBody(c *gin.Context, v any, what string) error {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+		return unreadableBody()
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

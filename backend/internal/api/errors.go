@@ -30,6 +30,12 @@ func errf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// unreadableBody is the error for a request body that could not be read: over maxBody (the usual
+// case) or cut off. Its message names no Go error.
+func unreadableBody() *Error {
+	return errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body (at most 1 MiB)")
+}
+
 // toError is the single mapping from Go errors to API errors and HTTP statuses.
 func toError(err error) *Error {
 	var ae *Error
