@@ -211,7 +211,10 @@ type liveMsg struct {
 	Run  map[string]any  `json:"run"`
 }
 
-func readLive(t *testing.T, url string) []liveMsg {
+func readLive(t *testing.T, url string) []liveMsg { t.Helper(); return readLiveUntil(t, url, nil) }
+
+// readLiveUntil is readLive that closes sample (if not nil) on the first sample message.
+func readLiveUntil(t *testing.T, url string, sample chan<- struct{}) []liveMsg {
 	t.Helper()
 	c, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
@@ -231,6 +234,10 @@ func readLive(t *testing.T, url string) []liveMsg {
 		var m liveMsg
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
+		}
+		if m.Type == "sample" && sample != nil {
+			close(sample)
+			sample = nil
 		}
 		msgs = append(msgs, m)
 	}
@@ -281,10 +288,18 @@ func TestRunLifecycleLiveAndConflict(t *testing.T) {
 	}
 	ws := "ws" + strings.TrimPrefix(a.url, "http") + fmt.Sprintf("/api/runs/%d/live", id)
 	early := make(chan []liveMsg)
-	go func() { early <- readLive(t, ws) }()
-	time.Sleep(1700 * time.Millisecond) // join late: at least one second has passed
+	seenOne := make(chan struct{}) // the early viewer has a sample: a second has passed
+	go func() { early <- readLiveUntil(t, ws, seenOne) }()
+	var first []liveMsg
+	select { // join late, but while the run goes on (its 3 s end no sooner than 1 s from now)
+	case <-seenOne:
+	case first = <-early:
+		t.Fatalf("the early viewer got no sample: %v", first)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the early viewer got no sample in 30 s")
+	}
 	late := readLive(t, ws)
-	first := <-early
+	first = <-early
 
 	n1, sum1 := checkStream(t, "early", first)
 	n2, sum2 := checkStream(t, "late", late)

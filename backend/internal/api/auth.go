@@ -74,7 +74,7 @@ func (s *Server) UseAuth(cfg AuthConfig) *Server {
 func Require(role auth.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !principal(c).Role.Allows(role) {
-			c.AbortWithStatusJSON(http.StatusForbidden, gin.H{"error": forbidden(role)})
+			abortWith(c, forbidden(role))
 			return
 		}
 		c.Next()
@@ -208,7 +208,7 @@ func authError(err error) error {
 func decodeBody(c *gin.Context, v any, what string) error {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+		return unreadableBody()
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

@@ -13,18 +13,27 @@ import (
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
-// Error is the one error shape of the API: {"error": {"code", "message", "fields"}}.
+// Error is the one error shape of the API: {"error": {"code", "message", "fields", "request_id"}}.
+// Code and Message are for the client: a 5xx never carries the internal error's text (paths, SQL,
+// Go error strings), which goes to the server log under the same request id (Server.fail).
 type Error struct {
-	Status  int               `json:"-"`
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields,omitempty"`
+	Status    int               `json:"-"`
+	Code      string            `json:"code"`
+	Message   string            `json:"message"`
+	Fields    map[string]string `json:"fields,omitempty"`
+	RequestID string            `json:"request_id,omitempty"` // the answer's X-Request-Id (requestid.go)
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 func errf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// unreadableBody is the error for a request body that could not be read: over maxBody (the usual
+// case) or cut off. Its message names no Go error.
+func unreadableBody() *Error {
+	return errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body (at most 1 MiB)")
 }
 
 // toError is the single mapping from Go errors to API errors and HTTP statuses.
@@ -55,10 +64,11 @@ func toError(err error) *Error {
 	case errors.Is(err, runner.ErrNotRunning):
 		return errf(http.StatusConflict, "not_running", "the run is not running")
 	case store.FaultReason(err) != "":
-		// The database cannot take the request now (disk full, locked, I/O error): say so.
-		return errf(http.StatusServiceUnavailable, "storage_unavailable", "%s: %v", store.FaultReason(err), err)
+		// The database cannot take the request now (disk full, locked, I/O error): say why, in
+		// store's fixed words; the SQLite error itself goes to the log only.
+		return errf(http.StatusServiceUnavailable, "storage_unavailable", "%s", store.FaultReason(err))
 	}
-	return errf(http.StatusInternalServerError, "internal", "internal error: %v", err)
+	return errf(http.StatusInternalServerError, "internal", "internal error; the server log has the details under this request_id")
 }
 
 // handler returns a status and body, or an error that wrap turns into the error envelope.
@@ -79,18 +89,26 @@ func (s *Server) wrap(h handler) gin.HandlerFunc {
 	}
 }
 
+// fail answers with err's API error (toError) and its request id; a 5xx is logged with the
+// internal error and the same request id.
 func (s *Server) fail(c *gin.Context, err error) {
-	e := toError(err)
-	if e.Status >= 500 {
-		s.log.Error("api", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+	abortWith(c, toError(err))
+	if c.Writer.Status() >= 500 {
+		s.log.Error("api", "request_id", requestID(c.Writer, c.Request), "method", c.Request.Method,
+			"path", c.Request.URL.Path, "status", c.Writer.Status(), "err", err)
 	}
-	c.AbortWithStatusJSON(e.Status, gin.H{"error": e})
+}
+
+// abortWith writes e with the request id (a copy: e may be shared) and stops the handler chain.
+func abortWith(c *gin.Context, e *Error) {
+	out := *e
+	out.RequestID = requestID(c.Writer, c.Request)
+	c.AbortWithStatusJSON(out.Status, gin.H{"error": &out})
 }
 
 // recovery turns a handler panic into a JSON 500 instead of a dropped connection.
 func (s *Server) recovery() gin.HandlerFunc {
 	return gin.CustomRecoveryWithWriter(io.Discard, func(c *gin.Context, rec any) {
-		s.log.Error("panic in handler", "path", c.Request.URL.Path, "panic", rec)
-		s.fail(c, fmt.Errorf("panic: %v", rec))
+		s.fail(c, fmt.Errorf("panic in handler: %v", rec)) // logged there with the request id
 	})
 }

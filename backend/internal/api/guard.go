@@ -174,25 +174,25 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		frameDeny(w.Header())
 		if !g.HostAllowed(r) {
-			guardFail(w, errf(http.StatusMisdirectedRequest, "host_not_allowed",
+			guardFail(w, r, errf(http.StatusMisdirectedRequest, "host_not_allowed",
 				"Host %q is not one of this server's addresses; a proxy or another name needs volley serve --public-url", r.Host))
 			return
 		}
 		changes := !safeMethod(r.Method)
 		if changes || r.Header.Get("Upgrade") != "" {
 			if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
-				guardFail(w, errf(http.StatusForbidden, "cross_origin", "cross-origin request refused (Sec-Fetch-Site: %s)", s))
+				guardFail(w, r, errf(http.StatusForbidden, "cross_origin", "cross-origin request refused (Sec-Fetch-Site: %s)", s))
 				return
 			}
 			if !g.CheckOrigin(r) {
-				guardFail(w, errf(http.StatusForbidden, "cross_origin", "cross-origin request refused (Origin %q is not this server)", r.Header.Get("Origin")))
+				guardFail(w, r, errf(http.StatusForbidden, "cross_origin", "cross-origin request refused (Origin %q is not this server)", r.Header.Get("Origin")))
 				return
 			}
 		}
 		if changes {
 			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if err != nil || mt != "application/json" {
-				guardFail(w, errf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+				guardFail(w, r, errf(http.StatusUnsupportedMediaType, "unsupported_media_type",
 					"%s requests need Content-Type: application/json (even without a body)", r.Method))
 				return
 			}
@@ -213,7 +213,8 @@ func frameDeny(h http.Header) {
 
 // guardFail writes the API's error envelope. The request body is not read; the connection is
 // closed after the answer so an unread body cannot be taken for the next request.
-func guardFail(w http.ResponseWriter, e *Error) {
+func guardFail(w http.ResponseWriter, r *http.Request, e *Error) {
+	e.RequestID = requestID(w, r)
 	b, _ := json.Marshal(map[string]*Error{"error": e})
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")

@@ -103,7 +103,7 @@ func (s *Server) patchRun(c *gin.Context) (int, any, error) {
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return 0, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+		return 0, nil, unreadableBody()
 	}
 	var p runPatch
 	dec := json.NewDecoder(bytes.NewReader(body))

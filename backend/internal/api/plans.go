@@ -51,7 +51,7 @@ func idParam(c *gin.Context) (int64, error) {
 func (s *Server) readPlan(c *gin.Context, stored *plan.Plan) (*plan.Plan, []byte, error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body: %v", err)
+		return nil, nil, unreadableBody()
 	}
 	kept, err := plan.KeepMasked(body, stored)
 	if err != nil {

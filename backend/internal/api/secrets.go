@@ -58,7 +58,7 @@ func (s *Server) putSecret(c *gin.Context) (int, any, error) {
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return 0, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body")
+		return 0, nil, unreadableBody()
 	}
 	var in struct {
 		Value *string `json:"value"`

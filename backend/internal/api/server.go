@@ -114,8 +114,9 @@ const maxBody = 1 << 20
 // redirects, authentication.
 func (s *Server) Handler() http.Handler { return s.Guarded(s.Router()) }
 
-// Guarded wraps h in the server's guard (guard.go): Host, Origin and Content-Type checks.
-func (s *Server) Guarded(h http.Handler) http.Handler { return s.guard.Wrap(h) }
+// Guarded wraps h in the server's guard (guard.go): Host, Origin and Content-Type checks; every
+// answer, the guard's refusals too, carries a request id (requestid.go).
+func (s *Server) Guarded(h http.Handler) http.Handler { return withRequestID(s.guard.Wrap(h)) }
 
 // Router returns the gin engine with every route, without the guard around it: Handler serves it
 // guarded; tests add routes to it before wrapping it with Guarded.
@@ -126,6 +127,7 @@ func (s *Server) Router() *gin.Engine {
 	r.NoMethod(func(c *gin.Context) {
 		s.fail(c, errf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
+	r.Use(func(c *gin.Context) { requestID(c.Writer, c.Request) }) // when served without Guarded
 	r.Use(s.recovery())
 	r.Use(func(c *gin.Context) {
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, bodyLimit(c)) // runimport.go

@@ -20,9 +20,10 @@ func TestUserAgentDefaultAndOverride(t *testing.T) {
 		seen[r.UserAgent()]++
 		mu.Unlock()
 	})
-	run(t, mustPlan(t, openPlan(tg.URL, 10, "1s", 10, "1s", "")))
+	// A fixed number of iterations, not a rate: the counts do not depend on a busy machine.
+	run(t, mustPlan(t, iterationsPlan(tg.URL, 10, "")))
 	run(t, mustPlan(t, `{"name":"t","requests":[{"url":"`+tg.URL+`","headers":{"User-Agent":"mine/1"}}],
-		"load":{"executor":"constant-arrival-rate","rate":10,"duration":"1s","pre_allocated_vus":2,"max_vus":5}}`))
+		"load":{"executor":"shared-iterations","vus":2,"iterations":10}}`))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 2 || seen["volley"] != 10 || seen["mine/1"] != 10 {
@@ -37,7 +38,7 @@ func TestBodyFramings(t *testing.T) {
 		srv := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer {
 			return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + strings.Repeat("x", 3000)), Close: true}
 		})
-		sum, _ := run(t, mustPlan(t, openPlan("http://"+srv.Addr+"/", 20, "1s", 10, "1s", "")))
+		sum, _ := run(t, mustPlan(t, iterationsPlan("http://"+srv.Addr+"/", 20, "")))
 		if sum.Requests != 20 || sum.Successes != 20 || sum.BodyBytesIn != 20*3000 {
 			t.Errorf("requests %d successes %d body bytes %d kinds %v", sum.Requests, sum.Successes, sum.BodyBytesIn, sum.ErrorKinds)
 		}
@@ -92,7 +93,7 @@ func TestPreSerializedRequestReachesTheTarget(t *testing.T) {
 		})
 		p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"method":"POST","url":"%s/p?q=1",
 			"headers":{"Host":"api.example","X-Test":"yes","Content-Type":"application/json"},"body":"{\"a\":1}"}],
-			"load":{"executor":"constant-arrival-rate","rate":20,"duration":"1s","pre_allocated_vus":2,"max_vus":4},
+			"load":{"executor":"shared-iterations","vus":4,"iterations":20},
 			"http":{"keep_alive":%v}}`, tg.URL, keepAlive))
 		e, err := newEngine(p, Options{})
 		if err != nil {

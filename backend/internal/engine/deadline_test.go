@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/testutil"
@@ -51,8 +52,8 @@ func TestTimeoutTimerUnderChurn(t *testing.T) {
 		time.Sleep(time.Duration(rand.Int64N(int64(8 * time.Millisecond))))
 	})
 	begin := time.Now()
-	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 8, "2s", "4ms", "")))
-	if took := time.Since(begin); took > 4*time.Second {
+	sum, d := runProbed(t, mustPlan(t, closedPlan(tg.URL, 8, "2s", "4ms", "")))
+	if took := time.Since(begin); took > 4*time.Second+time.Duration(d.worst*float64(time.Millisecond)) {
 		t.Errorf("run took %v", took)
 	}
 	// a reconnect that cannot finish within what is left of its 4 ms is a connect timeout
@@ -60,30 +61,51 @@ func TestTimeoutTimerUnderChurn(t *testing.T) {
 	if sum.Successes+timeouts != sum.Requests || sum.Errors != timeouts {
 		t.Errorf("requests %d = successes %d + timeouts %d? kinds %v", sum.Requests, sum.Successes, timeouts, sum.ErrorKinds)
 	}
-	if timeouts < sum.Requests/10 || sum.Successes < sum.Requests/10 {
+	// The shares below hold while wakeups are late by less than the 4 ms timeout (p99); on a
+	// machine so busy that they are not, most requests time out before they leave, and only the
+	// accounting above is checked.
+	calm := d.probe.P99 < 4*time.Millisecond
+	if !calm {
+		t.Logf("1%% of wakeups were over %v late: the shares are not checked", d.probe.P99)
+	}
+	if calm && (timeouts < sum.Requests/10 || sum.Successes < sum.Requests/10) {
 		t.Errorf("want both outcomes in numbers: successes %d timeouts %d", sum.Successes, timeouts)
 	}
 	// a request the timer expired before its first byte left is counted but never reached the target
-	if got := tg.Requests(); got > sum.Requests || got < sum.Requests*9/10 {
+	if got := tg.Requests(); got > sum.Requests || calm && got < sum.Requests*9/10 {
 		t.Errorf("target saw %d of %d requests", got, sum.Requests)
 	}
-	between(t, "max ms (successes)", sum.Latency.Max, 0, 4+50)
+	between(t, "max ms (successes)", sum.Latency.Max, 0, 4+50+d.worst) // the timeout, by a late timer
 }
 
 // The timer is set for the request's deadline as it stands now: a VU held up after its request
-// began (deadline already near or past) is expired at the deadline, not a full timeout later.
+// began (deadline already near or past) is expired at the deadline, not a full timeout later; a
+// deadline ahead is expired at that instant, not before. Fake time (synctest): exact.
 func TestArmUsesTheClockNotTheRequestStart(t *testing.T) {
-	e := &Engine{start: time.Now().Add(-time.Second)} // the run is 1 s old
-	v := &vu{e: e}
-	v.timer = time.AfterFunc(time.Hour, v.onTimer)
-	v.timer.Stop()
-	began := 500 * time.Millisecond // the request began at 0.5 s, its VU then stalled
-	v.arm(began + 400*time.Millisecond)
-	start := time.Now()
-	for v.deadline.Load() != expired {
-		if time.Since(start) > 200*time.Millisecond {
-			t.Fatalf("a deadline 100 ms in the past was not expired after %v", time.Since(start))
+	synctest.Test(t, func(t *testing.T) {
+		e := &Engine{start: time.Now().Add(-time.Second)} // the run is 1 s old
+		v := &vu{e: e}
+		v.timer = time.AfterFunc(time.Hour, v.onTimer)
+		v.timer.Stop()
+		began := 500 * time.Millisecond // the request began at 0.5 s, its VU then stalled
+		v.arm(began + 400*time.Millisecond)
+		synctest.Wait()
+		if v.deadline.Load() != expired {
+			t.Fatal("a deadline 100 ms in the past was not expired at once")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		if !v.disarm() {
+			t.Fatal("disarm does not report the expiry")
+		}
+		v.arm(time.Second + 200*time.Millisecond) // 200 ms ahead
+		time.Sleep(200*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if v.deadline.Load() == expired {
+			t.Fatal("expired 1 ns before its deadline")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if v.deadline.Load() != expired {
+			t.Fatal("not expired at its deadline")
+		}
+	})
 }

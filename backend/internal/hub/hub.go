@@ -126,7 +126,7 @@ func (h *Hub) Serve(w http.ResponseWriter, r *http.Request, runID int64, stored 
 		history = msgs
 		c.drop()
 	}
-	conn, err := h.upgrader.Upgrade(w, r, nil)
+	conn, err := h.upgrader.Upgrade(w, r, w.Header()) // the headers set so far (e.g. the request id) go with the 101
 	if err != nil {
 		h.unsubscribe(runID, c)
 		return nil // the upgrader has answered the client
