@@ -25,7 +25,7 @@ import (
 // fakeRunner records runs without sending load: a fuzzed plan may name any host.
 type fakeRunner struct{}
 
-func (fakeRunner) Start(p *plan.Plan, create func(time.Time) (int64, error)) (int64, error) {
+func (fakeRunner) Start(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
 	return create(time.Now())
 }
 func (fakeRunner) Stop(int64) error      { return runner.ErrNotRunning }

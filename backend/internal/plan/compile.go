@@ -206,6 +206,22 @@ func Compile(p *Plan) (*Compiled, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	return compile(p)
+}
+
+// ParseCompiled is Parse and Compile in one, validating once: the server's path from a stored
+// plan to a run. The compiled plan's Plan is the parsed plan; only its Secrets may be set after
+// this (the engine binds them when the run starts). Errors are those of Parse.
+func ParseCompiled(data []byte) (*Compiled, error) {
+	p, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return compile(p)
+}
+
+// compile compiles p, which Validate has accepted.
+func compile(p *Plan) (*Compiled, error) {
 	c := &Compiled{Plan: p}
 	data, extract := map[string]int{}, map[string]int{}
 	if d := p.Data; d != nil {

@@ -63,3 +63,31 @@ func TestCompile(t *testing.T) {
 		t.Errorf("Compile of an invalid plan: %v", err)
 	}
 }
+
+// ParseCompiled gives what Parse and Compile give, and refuses what Parse refuses, with the same
+// problems.
+func TestParseCompiled(t *testing.T) {
+	good := []byte(`{"name":"p","requests":[{"url":"http://127.0.0.1:9/a?u={{vu}}","checks":[{"type":"status","op":"eq","value":200}]}],"load":{"vus":2,"duration":"1s"},"thresholds":["p(95)<200ms"]}`)
+	c, err := ParseCompiled(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Requests) != 1 || c.Requests[0].URL == nil || len(c.Requests[0].Checks) != 1 || len(c.Thresholds) != 1 ||
+		c.Plan.Load.Duration != want.Plan.Load.Duration || len(want.Requests[0].URL) != len(c.Requests[0].URL) {
+		t.Fatalf("ParseCompiled = %+v, want %+v", c, want)
+	}
+	bad := []byte(`{"name":"p","requests":[{"url":"ftp://x"}],"load":{"vus":0,"duration":"1s"}}`)
+	_, perr := Parse(bad)
+	_, cerr := ParseCompiled(bad)
+	if perr == nil || cerr == nil || perr.Error() != cerr.Error() {
+		t.Fatalf("ParseCompiled refuses with %v, Parse with %v", cerr, perr)
+	}
+}

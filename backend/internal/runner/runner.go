@@ -126,10 +126,11 @@ func New(log *slog.Logger, sinks ...Sink) *Runner {
 	return &Runner{sinks: sinks, log: log}
 }
 
-// Start compiles p (plan.Compile: a *plan.ValidationError when p is not valid or a secret value is
-// missing) and begins a run of it. create is called while no other run can start; it records the run
-// (in storage) and returns its id. Start returns *BusyError while another run is active.
-func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, error)) (int64, error) {
+// Start begins a run of the compiled plan c (plan.Compile or plan.ParseCompiled: nothing is
+// validated again; a *plan.ValidationError only when a secret value the plan names is missing from
+// c.Plan.Secrets). create is called while no other run can start; it records the run (in storage)
+// and returns its id. Start returns *BusyError while another run is active.
+func (r *Runner) Start(c *plan.Compiled, create func(started time.Time) (int64, error)) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.active != nil {
@@ -139,13 +140,9 @@ func (r *Runner) Start(p *plan.Plan, create func(started time.Time) (int64, erro
 	for i := range outs {
 		outs[i] = make(chan event, SinkBuffer)
 	}
-	compiled, err := plan.Compile(p)
-	if err != nil {
-		return 0, err
-	}
 	var eng *engine.Engine
 	var id int64
-	eng, err = engine.New(compiled, engine.Options{Policy: r.policy, OnSample: func(s metrics.Sample) {
+	eng, err := engine.New(c, engine.Options{Policy: r.policy, OnSample: func(s metrics.Sample) {
 		r.fanOut(outs, event{sample: NewSample(s)}, id)
 	}})
 	if err != nil {

@@ -74,9 +74,9 @@ func (s *recSink) Finish(_ int64, status string, started, _ time.Time, sum *metr
 	s.once.Do(func() { close(s.finished) })
 }
 
-func testPlan(t *testing.T, url, dur string) *plan.Plan {
+func testPlan(t *testing.T, url, dur string) *plan.Compiled {
 	t.Helper()
-	p, err := plan.Parse([]byte(fmt.Sprintf(`{"name":"r","requests":[{"url":%q}],"load":{"vus":2,"duration":%q}}`, url, dur)))
+	p, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"r","requests":[{"url":%q}],"load":{"vus":2,"duration":%q}}`, url, dur)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ type Store interface {
 
 // Runner is the run engine the service drives (implemented by *runner.Runner).
 type Runner interface {
-	Start(p *plan.Plan, create func(started time.Time) (int64, error)) (int64, error)
+	Start(c *plan.Compiled, create func(started time.Time) (int64, error)) (int64, error)
 	Stop(id int64) error
 	Active() (int64, bool)
 	Done(id int64) <-chan struct{}
@@ -104,10 +104,11 @@ func (s *Service) Start(ctx context.Context, planID int64, check func(*plan.Plan
 	if err != nil {
 		return 0, nil, err
 	}
-	p, err := plan.Parse(sp.Spec)
+	c, err := plan.ParseCompiled(sp.Spec) // validated once, here; the engine takes it as it is
 	if err != nil {
 		return 0, nil, err
 	}
+	p := c.Plan
 	if check != nil {
 		if err := check(p); err != nil {
 			return 0, nil, err
@@ -124,7 +125,7 @@ func (s *Service) Start(ctx context.Context, planID int64, check func(*plan.Plan
 	// The run keeps a snapshot of its plan to show later: masked, so the runs table never holds
 	// a secret header value.
 	snapshot := plan.MaskSpec(sp.Spec)
-	id, err := s.runner.Start(p, func(started time.Time) (int64, error) {
+	id, err := s.runner.Start(c, func(started time.Time) (int64, error) {
 		r, err := s.store.CreateRun(context.WithoutCancel(ctx), sp.ID, sp.Name, snapshot, started)
 		if err != nil {
 			return 0, err
