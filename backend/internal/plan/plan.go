@@ -248,6 +248,14 @@ func Parse(data []byte) (*Plan, error) {
 				verr.add("load.graceful_stop", "must be positive: leave it out for the default 5s, or give e.g. 1ms to cut requests off at the end")
 			}
 		}
+		// A zero here would read as "not given" and be replaced by the default without a word.
+		for _, f := range []struct{ name, dflt string }{{"max_duration", "10m"}, {"time_unit", "1s"}, {"step_duration", "10s"}} {
+			if s, ok := l[f.name].(string); ok {
+				if d, err := time.ParseDuration(s); err == nil && d == 0 {
+					verr.add("load."+f.name, "must be positive (leave it out for the default "+f.dflt+")")
+				}
+			}
+		}
 	}
 	// Validate the values of what is well-shaped too, so one answer names every problem.
 	clean, _ := json.Marshal(raw)

@@ -175,6 +175,21 @@ func TestZeroGracefulStopIsRefused(t *testing.T) {
 	}
 }
 
+// An explicit zero for a load field that has a default is refused, not silently replaced by it.
+func TestZeroDurationsWithDefaultsAreRefused(t *testing.T) {
+	for field, load := range map[string]string{
+		"load.step_duration": `{"executor":"concurrency-sweep","levels":[1,2],"step_duration":"0s"}`,
+		"load.time_unit":     `{"executor":"constant-arrival-rate","rate":5,"duration":"1s","pre_allocated_vus":1,"time_unit":"0s"}`,
+		"load.max_duration":  `{"executor":"per-vu-iterations","vus":1,"iterations":1,"max_duration":"0s"}`,
+	} {
+		_, err := Parse([]byte(`{"name":"t","requests":[{"url":"http://127.0.0.1:1/"}],"load":` + load + `}`))
+		ve, ok := err.(*ValidationError)
+		if !ok || !strings.Contains(ve.Fields[field], "must be positive") {
+			t.Errorf("%s: want a %s error, got %v", load, field, err)
+		}
+	}
+}
+
 // http.max_body: absent means the default; out of its range is an error naming the field; it is
 // not written back when absent, so existing plans read and store as before.
 func TestMaxBody(t *testing.T) {

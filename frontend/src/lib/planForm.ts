@@ -130,7 +130,7 @@ export interface StageRow {
   target: string;
 }
 
-/** How an op reads in the op select. */
+/** How a comparison op reads in the op select; the word ops (contains, not_contains, exists) are translated (locale keys checks.opName.*). */
 export const OP_LABELS: Record<string, string> = {
   eq: '=',
   ne: '≠',
@@ -138,9 +138,6 @@ export const OP_LABELS: Record<string, string> = {
   le: '≤',
   gt: '>',
   ge: '≥',
-  contains: 'contains',
-  not_contains: 'not contains',
-  exists: 'exists',
 };
 const CHECK_DEFAULT_OP: Record<string, string> = { status: 'eq', header: 'contains', body: 'contains', json: 'eq', latency: 'lt' };
 const CHECK_DEFAULT_VALUE: Record<string, string> = { status: '200', latency: '200ms' };
