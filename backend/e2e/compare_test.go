@@ -12,16 +12,19 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestCompareTwentyPercentSlowerIsARegression runs one plan twice for 30 s at 10 VUs against a
-// loopback target whose every answer waits a fixed delay, the second time 25 % longer (so 20 %
-// fewer requests per second at the same concurrency), and reads the compare page: TPS and the
-// latency percentiles are regressions with their effect and interval, generator CPU has no
-// verdict, and no load warning is shown (the load was the same).
+// TestCompareTwentyPercentSlowerIsARegression runs one plan twice for 30 s at 40 VUs against a
+// loopback target whose every answer waits a fixed delay (40 ms), the second time 25 % longer (so
+// 20 % fewer requests per second at the same concurrency), and reads the compare page: TPS and p50
+// are regressions with their effect and interval, generator CPU has no verdict, and no load
+// warning is shown (the load was the same). The delay is long beside a busy 2-core machine's
+// scheduling delays (tens of ms at load 15), which otherwise widen the tail's interval: p95 must be
+// a regression or, when the machine's noise leaves it undecided, inconclusive — never no change or
+// an improvement.
 func TestCompareTwentyPercentSlowerIsARegression(t *testing.T) {
 	requireUI(t)
 	requireTool(t, chromiumPath)
 	var delay atomic.Int64
-	delay.Store(int64(8 * time.Millisecond))
+	delay.Store(int64(40 * time.Millisecond))
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Duration(delay.Load()))
 		_, _ = w.Write([]byte("ok"))
@@ -30,9 +33,9 @@ func TestCompareTwentyPercentSlowerIsARegression(t *testing.T) {
 	srv := startServer(t, filepath.Join(t.TempDir(), "volley.db"), "")
 
 	planID := createPlan(t, srv.base, nginxPlan("compare regression e2e", target.URL,
-		map[string]any{"executor": "constant-vus", "vus": 10, "duration": "30s"}))
+		map[string]any{"executor": "constant-vus", "vus": 40, "duration": "30s"}))
 	runA := runToEnd(t, srv.base, planID, 90*time.Second)
-	delay.Store(int64(10 * time.Millisecond))
+	delay.Store(int64(50 * time.Millisecond))
 	runB := runToEnd(t, srv.base, planID, 90*time.Second)
 	for _, r := range []runJSON{runA, runB} {
 		if r.Status != "finished" || r.Summary == nil {
@@ -59,10 +62,13 @@ func TestCompareTwentyPercentSlowerIsARegression(t *testing.T) {
 		t.Logf("ui %-11s %-12s %s %s", metric, c.Verdict, c.Effect, c.Decide)
 		return c
 	}
-	for _, m := range []string{"tps", "p50", "p95"} {
+	for _, m := range []string{"tps", "p50"} {
 		if c := read(m); c.Verdict != "regression" || c.Effect == "" {
 			t.Errorf("%s: verdict %q effect %q, want a regression with its effect\n%s", m, c.Verdict, c.Effect, c.Title)
 		}
+	}
+	if c := read("p95"); (c.Verdict != "regression" && c.Verdict != "inconclusive") || c.Effect == "" {
+		t.Errorf("p95: verdict %q effect %q, want a regression (or inconclusive on a noisy machine) with its effect\n%s", c.Verdict, c.Effect, c.Title)
 	}
 	if c := read("cpu_percent"); c.Verdict != "none" || c.Effect != "" {
 		t.Errorf("generator CPU: verdict %q effect %q, want no verdict", c.Verdict, c.Effect)
