@@ -15,6 +15,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -233,5 +234,47 @@ func TestRunUploadFlags(t *testing.T) {
 	}
 	if g, _ := got.Load().(string); g != "POST /api/runs/import?plan_id=7 Bearer vlt_from_env application/json" {
 		t.Errorf("upload request: %q", g)
+	}
+}
+
+// An upload the server refuses prints every field and its problem; a file uploaded again (a CI
+// retry) is stored once: its run.id is the same.
+func TestRunUploadFieldsAndRetry(t *testing.T) {
+	u := uploadFlags{server: "http://" + startServe(t, filepath.Join(t.TempDir(), "volley.db"), defaultServeOpts())}
+	if err := u.check(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Minute)
+	file := func(p *plan.Plan) []byte {
+		var secs runSeconds
+		b, err := secs.runFile(p, &metrics.Summary{Thresholds: []metrics.ThresholdResult{}}, started, started.Add(2*time.Second), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	p, err := plan.Parse([]byte(`{"name":"retry","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":1,"duration":"2s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := *p
+	bad.Load.VUs = -3
+	bad.Requests = []plan.Request{{Name: "r", Method: "GET", URL: "ftp://x"}}
+	_, err = u.upload(file(&bad))
+	if err == nil || !strings.Contains(err.Error(), "400 Bad Request") || !strings.Contains(err.Error(), "\n  plan.load.vus: ") ||
+		!strings.Contains(err.Error(), "\n  plan.requests[0].url: ") {
+		t.Errorf("refused upload: %v", err)
+	}
+	body := file(p)
+	first, err := u.upload(body)
+	if err != nil || !strings.HasPrefix(first, "uploaded as run 1 ") {
+		t.Fatalf("upload: %q %v", first, err)
+	}
+	again, err := u.upload(body)
+	if err != nil || !strings.HasPrefix(again, "already uploaded as run 1 ") {
+		t.Errorf("upload again: %q %v", again, err)
+	}
+	if other, err := u.upload(file(p)); err != nil || !strings.HasPrefix(other, "uploaded as run 2 ") {
+		t.Errorf("another run: %q %v", other, err)
 	}
 }

@@ -45,6 +45,7 @@ func seedDB(t *testing.T, medians ...float64) (string, []int64) {
 		}
 		rng := rand.New(rand.NewPCG(uint64(i)+1, 5))
 		merged := metrics.NewHist()
+		var requests int64
 		for sec := 1; sec <= 40; sec++ {
 			h := metrics.NewHist()
 			for range 300 {
@@ -52,14 +53,15 @@ func seedDB(t *testing.T, medians ...float64) (string, []int64) {
 			}
 			merged.Merge(h)
 			rps := 500 * (1 + 0.03*rng.NormFloat64())
-			data, _ := json.Marshal(metrics.Sample{ElapsedS: sec, RPS: rps, Requests: int64(rps), Latency: metrics.LatencyOf(h, 0),
+			requests += int64(rps)
+			data, _ := json.Marshal(metrics.Sample{ElapsedS: sec, RPS: rps, Requests: int64(rps), Successes: int64(rps), Latency: metrics.LatencyOf(h, 0),
 				Client: metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}})
 			enc, _ := metrics.EncodeHist(h)
 			if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: int64(sec), Data: data, Hist: []byte(enc)}, store.Progress{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		sum, _ := json.Marshal(metrics.Summary{RPS: 500, DurationS: 40, Executor: "constant-vus", Latency: metrics.LatencyOf(merged, 0)})
+		sum, _ := json.Marshal(metrics.Summary{Requests: requests, Successes: requests, RPS: 500, DurationS: 40, Executor: "constant-vus", Latency: metrics.LatencyOf(merged, 0)})
 		enc, _ := metrics.EncodeHist(merged)
 		if err := st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(40*time.Second), store.Progress{}, sum, []byte(enc), ""); err != nil {
 			t.Fatal(err)
@@ -265,12 +267,28 @@ func TestCompareRunFilesAndExports(t *testing.T) {
 	_ = os.WriteFile(damaged, bytes.ReplaceAll(b, []byte(`"hist":"`), []byte(`"hist":"AAAA`)), 0o600)
 	newer := filepath.Join(dir, "newer.json")
 	_ = os.WriteFile(newer, bytes.Replace(b, []byte(`"volley_run_file":1`), []byte(`"volley_run_file":7`), 1), 0o600)
+	// numbers that do not agree: the same Check as the import's
+	edited := func(name string, edit func(*metrics.RunFile)) string {
+		var f metrics.RunFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		edit(&f)
+		out, _ := json.Marshal(&f)
+		path := filepath.Join(dir, name)
+		_ = os.WriteFile(path, out, 0o600)
+		return path
+	}
+	moreRequests := edited("more.json", func(f *metrics.RunFile) { f.Requests, f.Successes = f.Requests+1, f.Successes+1 })
+	negative := edited("negative.json", func(f *metrics.RunFile) { f.Samples[3].RPS = -1 })
 	for _, c := range []compareCase{
 		{"same run files", []string{files[0], files[1]}, 0, []string{"no_change", "no regression"}, ""},
 		{"slower run file", []string{files[0], files[2]}, 1, []string{"REGRESSION", "95% CI [+", "(38 of 40 seconds usable)"}, ""},
 		{"exports", []string{exports[0], exports[2]}, 0, []string{"note: export", "no latency histograms", "no latency data", "effect +"}, ""},
 		{"damaged", []string{files[0], damaged}, 2, nil, "hist: not a compressed HdrHistogram"},
 		{"newer", []string{files[0], newer}, 2, nil, "newer than this volley reads"},
+		{"requests", []string{files[0], moreRequests}, 2, nil, "but the seconds (samples[].requests) add up to"},
+		{"negative", []string{negative, files[1]}, 2, nil, "samples[3].rps: -1 is out of range"},
 	} {
 		out, ok := checkCompare(t, c)
 		if !ok {

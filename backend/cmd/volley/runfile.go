@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +30,18 @@ import (
 type runSeconds struct {
 	mu      sync.Mutex // add runs on the engine's collector goroutine
 	samples []metrics.FileSample
+	id      string // the run file's run.id (newRunID), made once per run
+}
+
+// newRunID is a random UUID (version 4, RFC 9562) for a run file's run.id: the server stores a
+// file uploaded twice once.
+func newRunID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 func (r *runSeconds) add(s metrics.Sample) {
@@ -50,12 +66,17 @@ func (r *runSeconds) runFile(p *plan.Plan, sum *metrics.Summary, started, ended 
 	}
 	r.mu.Lock()
 	samples := r.samples
+	if r.id == "" {
+		r.id = newRunID()
+	}
+	id := r.id
 	r.mu.Unlock()
 	if samples == nil {
 		samples = []metrics.FileSample{}
 	}
 	f := metrics.RunFile{Summary: *sum, Version: metrics.RunFileVersion, Plan: plan.MaskSpec(spec), Merged: sum.Hist,
-		Run: metrics.RunFileRun{Status: "finished", StartedAt: started.UTC(), EndedAt: ended.UTC()}, Samples: samples}
+		Run:     metrics.RunFileRun{ID: id, Status: "finished", StartedAt: started.UTC(), EndedAt: ended.UTC()},
+		Samples: samples}
 	if interrupted {
 		f.Run.Status = "stopped"
 	}
@@ -140,13 +161,19 @@ func (u *uploadFlags) upload(body []byte) (string, error) {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if res.StatusCode != http.StatusCreated {
+	if res.StatusCode != http.StatusCreated && res.StatusCode != http.StatusOK {
 		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
+			Error struct {
+				Code, Message string
+				Fields        map[string]string
+			} `json:"error"`
 		}
 		msg := strings.TrimSpace(string(b))
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 			msg = e.Error.Message
+			for _, k := range slices.Sorted(maps.Keys(e.Error.Fields)) {
+				msg += "\n  " + k + ": " + e.Error.Fields[k]
+			}
 		}
 		if res.StatusCode == http.StatusUnauthorized {
 			msg += " (give a tester's API token with --token or " + tokenEnv + ")"
@@ -159,16 +186,20 @@ func (u *uploadFlags) upload(body []byte) (string, error) {
 			PlanID   int64  `json:"plan_id"`
 			PlanName string `json:"plan_name"`
 		} `json:"run"`
-		PlanCreated bool `json:"plan_created"`
+		PlanCreated     bool `json:"plan_created"`
+		AlreadyImported bool `json:"already_imported"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		return "", fmt.Errorf("the server's answer: %v", err)
 	}
-	created := ""
+	created, verb := "", "uploaded"
 	if out.PlanCreated {
 		created = ", created"
 	}
-	return fmt.Sprintf("uploaded as run %d of plan %d %q%s: %s/#/runs/%d", out.Run.ID, out.Run.PlanID, out.Run.PlanName, created, base, out.Run.ID), nil
+	if out.AlreadyImported {
+		verb = "already uploaded"
+	}
+	return fmt.Sprintf("%s as run %d of plan %d %q%s: %s/#/runs/%d", verb, out.Run.ID, out.Run.PlanID, out.Run.PlanName, created, base, out.Run.ID), nil
 }
 
 // runFromFile reads a file for `volley compare`: a run file (`volley run --out`), a JSON export
@@ -209,11 +240,13 @@ func runFromFile(id int64, label string, b []byte) (r *compare.Run, note string,
 			return nil, "", err
 		}
 		f := metrics.RunFile{Version: metrics.RunFileVersion, Samples: make([]metrics.FileSample, len(e.Samples))}
-		if e.Summary != nil {
-			f.Summary = *e.Summary
-		}
 		for i, s := range e.Samples {
 			f.Samples[i].Sample = s
+			// without a summary (a run interrupted by the server's end) its totals are the seconds'
+			f.Requests, f.Successes, f.Errors = f.Requests+s.Requests, f.Successes+s.Successes, f.Errors+s.Errors
+		}
+		if e.Summary != nil {
+			f.Summary = *e.Summary
 		}
 		if err := f.Check(); err != nil {
 			return nil, "", err

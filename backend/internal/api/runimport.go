@@ -2,13 +2,19 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -57,6 +63,8 @@ type runWriter interface {
 type importedRun struct {
 	Run         runJSON `json:"run"`
 	PlanCreated bool    `json:"plan_created"`
+	// AlreadyImported is true when the file was imported before: Run is that run (answer 200).
+	AlreadyImported bool `json:"already_imported"`
 }
 
 // importRun is POST /api/runs/import[?plan_id=N]: the body is a run file (metrics.RunFile, as
@@ -93,11 +101,34 @@ func (s *Server) importRun(c *gin.Context) (int, any, error) {
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	}
-	f, spec, err := readRunFile(c)
+	f, spec, key, err := readRunFile(c)
 	if err != nil {
 		return 0, nil, err
 	}
-	sp, created, err := s.importPlan(c, planID, spec)
+	var fixed *store.Plan
+	if planID > 0 {
+		if fixed, err = s.store.GetPlan(ctx, planID); errors.Is(err, store.ErrNotFound) {
+			return 0, nil, errf(http.StatusNotFound, "not_found", "plan %d does not exist", planID)
+		} else if err != nil {
+			return 0, nil, err
+		}
+	}
+	release, err := claimImport(ctx, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer release()
+	tag := importKeyTag(key)
+	if prior, _, err := s.store.ListRuns(ctx, store.RunFilter{Tag: tag, Limit: 1}); err != nil {
+		return 0, nil, err
+	} else if len(prior) > 0 {
+		got, err := s.store.GetRun(ctx, prior[0].ID)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, importedRun{Run: toRunJSON(got), AlreadyImported: true}, nil
+	}
+	sp, created, err := s.importPlan(c, fixed, spec)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -105,7 +136,7 @@ func (s *Server) importRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.storeImported(ctx, w, r.ID, f); err != nil {
+	if err := s.storeImported(ctx, w, r.ID, f, tag); err != nil {
 		// nothing half-imported stays behind (the run would show as running, then interrupted)
 		if derr := w.DeleteRun(context.WithoutCancel(ctx), r.ID); derr != nil {
 			s.log.Error("import: cannot remove the partly stored run", "run", r.ID, "err", derr)
@@ -121,60 +152,250 @@ func (s *Server) importRun(c *gin.Context) (int, any, error) {
 	return http.StatusCreated, importedRun{Run: toRunJSON(got), PlanCreated: created}, nil
 }
 
-// readRunFile reads and checks the body: a run file with a status, times and a plan. spec is its
-// plan with secret header values masked (whatever the client sent).
-func readRunFile(c *gin.Context) (*metrics.RunFile, []byte, error) {
+// readRunFile reads and checks the body: a run file with a status, times and a valid plan (every
+// error names its field by JSON path: requests, samples[5].rps, plan.load.vus). spec is its plan
+// with secret header values masked (whatever the client sent); key is the file's content id
+// (importKey).
+func readRunFile(c *gin.Context) (f *metrics.RunFile, spec []byte, key string, err error) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
-		return nil, nil, errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body (at most %d MiB)", maxImportBody>>20)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var f metrics.RunFile
-	if err := dec.Decode(&f); err != nil {
-		return nil, nil, badRequest("the body is not a run file: %v", err)
-	}
-	if dec.More() {
-		return nil, nil, badRequest("the body holds more than one JSON value")
+		return nil, nil, "", fieldError(http.StatusRequestEntityTooLarge, "body", "could not read the body (at most %d MiB)", maxImportBody>>20)
 	}
 	bad := func(field, format string, a ...any) error {
-		e := badRequest("run file: "+field+": "+format, a...)
-		e.Fields = map[string]string{field: fmt.Sprintf(format, a...)}
-		return e
+		return fieldError(http.StatusBadRequest, field, format, a...)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	f = new(metrics.RunFile)
+	if err := dec.Decode(f); err != nil {
+		field, msg := decodeProblem(body, err)
+		return nil, nil, "", bad(field, "%s", msg)
+	}
+	if dec.More() {
+		return nil, nil, "", bad("body", "the body holds more than one JSON value")
 	}
 	if err := f.Check(); err != nil {
-		return nil, nil, badRequest("run file: %v", err)
+		var fe *metrics.FileError
+		if errors.As(err, &fe) && fe.Field != "" {
+			return nil, nil, "", bad(fe.Field, "%s", fe.Msg)
+		}
+		return nil, nil, "", bad("body", "%v", err)
 	}
 	switch f.Run.Status {
 	case store.StatusFinished, store.StatusStopped:
 	default:
-		return nil, nil, bad("run.status", "%q is not finished or stopped", f.Run.Status)
+		return nil, nil, "", bad("run.status", "%q is not finished or stopped", f.Run.Status)
 	}
 	oldest, latest := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(24*time.Hour)
 	switch {
 	case f.Run.StartedAt.Before(oldest) || f.Run.StartedAt.After(latest):
-		return nil, nil, bad("run.started_at", "%s is not a plausible start", f.Run.StartedAt.Format(time.RFC3339))
+		return nil, nil, "", bad("run.started_at", "%s is not a plausible start", f.Run.StartedAt.Format(time.RFC3339))
 	case f.Run.EndedAt.Before(f.Run.StartedAt) || f.Run.EndedAt.After(latest):
-		return nil, nil, bad("run.ended_at", "%s is not a plausible end", f.Run.EndedAt.Format(time.RFC3339))
+		return nil, nil, "", bad("run.ended_at", "%s is not a plausible end", f.Run.EndedAt.Format(time.RFC3339))
 	}
-	spec := plan.MaskSpec(f.Plan)
 	var probe map[string]json.RawMessage
-	if len(f.Plan) == 0 || json.Unmarshal(spec, &probe) != nil || probe == nil {
-		return nil, nil, bad("plan", "the run file has no plan object")
+	if len(f.Plan) == 0 || json.Unmarshal(f.Plan, &probe) != nil || probe == nil {
+		return nil, nil, "", bad("plan", "the run file has no plan object")
 	}
-	return &f, spec, nil
+	// The plan is checked as a new plan is (plan.Parse) whether or not one is made from it; a
+	// secret header masked by volley run is no problem for a plan that already exists.
+	if _, err := plan.Parse(f.Plan); err != nil {
+		if err := filePlanError(err, false); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return f, plan.MaskSpec(f.Plan), importKey(f, body), nil
 }
 
-// importPlan finds the plan an import is stored under: planID when given, else the one plan
-// named as the file's plan, else a new plan made from it (a valid plan: plan.Parse; the run is
-// not started here, so the target policy and the caps are left to the runs started from it).
-func (s *Server) importPlan(c *gin.Context, planID int64, spec []byte) (*store.Plan, bool, error) {
-	ctx := c.Request.Context()
-	if planID > 0 {
-		sp, err := s.store.GetPlan(ctx, planID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, false, errf(http.StatusNotFound, "not_found", "plan %d does not exist", planID)
+// fieldError is an API error about one field of the body: fields holds field → the message.
+func fieldError(status int, field, format string, a ...any) *Error {
+	msg := fmt.Sprintf(format, a...)
+	e := errf(status, "bad_request", "run file: %s: %s", field, msg)
+	e.Fields = map[string]string{field: msg}
+	return e
+}
+
+// decodeProblem says in words which field of body a json decoding error is about and what it
+// must be: ("requests", "must be an integer from 0 to 1e+15"), never Go's type names.
+func decodeProblem(body []byte, err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &te):
+		field = jsonPathAt(body, te.Offset)
+		if field == "" {
+			return "body", "the body must be a JSON object: a run file (volley run --out)"
 		}
-		return sp, false, err
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			return field, fmt.Sprintf("must be an integer from 0 to %g", metrics.MaxFileNumber)
+		case reflect.Float32, reflect.Float64:
+			return field, "must be a number"
+		case reflect.String:
+			return field, "must be a string"
+		case reflect.Bool:
+			return field, "must be true or false"
+		case reflect.Slice, reflect.Array:
+			return field, "must be an array"
+		}
+		return field, "must be an object"
+	case errors.As(err, &se):
+		return cmp.Or(jsonPathAt(body, se.Offset), "body"), fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, se.Error())
+	case errors.As(err, &pe):
+		var times struct {
+			Run struct {
+				StartedAt json.RawMessage `json:"started_at"`
+			} `json:"run"`
+		}
+		_ = json.Unmarshal(body, &times)
+		if new(time.Time).UnmarshalJSON(times.Run.StartedAt) != nil {
+			return "run.started_at", "must be an RFC 3339 time (2006-01-02T15:04:05Z)"
+		}
+		return "run.ended_at", "must be an RFC 3339 time (2006-01-02T15:04:05Z)"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "body", "the JSON ends early"
+	}
+	return "body", "not a run file"
+}
+
+// jsonPathAt is the JSON path ("samples[5].rps", "" for the top value) of the last value that
+// starts before byte offset of body, as far as body is valid JSON.
+func jsonPathAt(body []byte, offset int64) string {
+	type frame struct {
+		arr     bool
+		idx     int
+		key     string
+		wantKey bool
+	}
+	var stack []frame
+	path := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.arr {
+				fmt.Fprintf(&b, "[%d]", f.idx)
+			} else {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(f.key)
+			}
+		}
+		return b.String()
+	}
+	done := func() { // a value of the innermost container ended
+		if n := len(stack); n > 0 {
+			if stack[n-1].arr {
+				stack[n-1].idx++
+			} else {
+				stack[n-1].wantKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	last := ""
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return last
+		}
+		n := len(stack)
+		switch d, _ := tok.(json.Delim); {
+		case n > 0 && !stack[n-1].arr && stack[n-1].wantKey && d == 0:
+			stack[n-1].key, stack[n-1].wantKey = fmt.Sprint(tok), false
+		case d == '}' || d == ']':
+			stack = stack[:n-1]
+			done()
+		case d == '{' || d == '[':
+			last = path()
+			stack = append(stack, frame{arr: d == '[', wantKey: d == '{'})
+		default:
+			last = path()
+			done()
+		}
+		if dec.InputOffset() >= offset {
+			return last
+		}
+	}
+}
+
+// filePlanError is a plan.Parse error of a run file's plan with its fields named plan.<path>.
+// A secret header left masked by volley run is no problem when the plan is not made from the
+// file (creating false: nil if nothing else is wrong); it is when it is.
+func filePlanError(err error, creating bool) error {
+	var ve *plan.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	out := &plan.ValidationError{}
+	for k, m := range ve.Fields {
+		if strings.Contains(m, "masked placeholder "+plan.Masked) {
+			if !creating {
+				continue
+			}
+			m += "; a new plan cannot be made from a plan with masked secret header values: create the plan in Volley first (or use {{secret.NAME}}), then upload"
+		}
+		out.Add(strings.TrimSuffix("plan."+k, "."), m)
+	}
+	if len(out.Fields) == 0 {
+		return nil
+	}
+	return out
+}
+
+// importKey is a run file's content id: its run.id (volley run makes one for each run), or for
+// an older file without one the body itself, hashed (SHA-256, hex, first 128 bits).
+func importKey(f *metrics.RunFile, body []byte) string {
+	sum := sha256.Sum256(body)
+	if f.Run.ID != "" {
+		sum = sha256.Sum256([]byte("run.id:" + f.Run.ID))
+	}
+	return hex.EncodeToString(sum[:16])
+}
+
+// importKeyTag is the tag an imported run carries for its content id key: "import-" and the 32
+// hex digits, within store.MaxTagLen.
+func importKeyTag(key string) string { return "import-" + key }
+
+// importing holds the content ids being imported now, so that two uploads of one file at once
+// store it once.
+var importing = struct {
+	sync.Mutex
+	m map[string]chan struct{}
+}{m: map[string]chan struct{}{}}
+
+// claimImport waits until no other import of key runs and claims it; release ends the claim.
+func claimImport(ctx context.Context, key string) (release func(), err error) {
+	for {
+		importing.Lock()
+		ch, busy := importing.m[key]
+		if !busy {
+			ch = make(chan struct{})
+			importing.m[key] = ch
+			importing.Unlock()
+			return func() {
+				importing.Lock()
+				delete(importing.m, key)
+				importing.Unlock()
+				close(ch)
+			}, nil
+		}
+		importing.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// importPlan finds the plan an import is stored under: fixed when given (plan_id), else the one
+// plan named as the file's plan, else a new plan made from it (a valid plan: plan.Parse; the run
+// is not started here, so the target policy and the caps are left to the runs started from it).
+func (s *Server) importPlan(c *gin.Context, fixed *store.Plan, spec []byte) (*store.Plan, bool, error) {
+	ctx := c.Request.Context()
+	if fixed != nil {
+		return fixed, false, nil
 	}
 	var named struct {
 		Name string `json:"name"`
@@ -204,11 +425,7 @@ func (s *Server) importPlan(c *gin.Context, planID int64, spec []byte) (*store.P
 	}
 	p, err := plan.Parse(spec)
 	if err != nil {
-		var ve *plan.ValidationError
-		if errors.As(err, &ve) && bytes.Contains(spec, []byte(plan.Masked)) {
-			ve.Fields[""] = "a new plan cannot be made from a plan with masked secret header values: create the plan in Volley first (or use {{secret.NAME}}), then upload"
-		}
-		return nil, false, err
+		return nil, false, filePlanError(err, true)
 	}
 	stored, err := plan.Marshal(p)
 	if err != nil {
@@ -224,7 +441,7 @@ func (s *Server) importPlan(c *gin.Context, planID int64, spec []byte) (*store.P
 
 // storeImported writes an imported run's seconds (in one transaction) and end, as a run of this
 // server is stored.
-func (s *Server) storeImported(ctx context.Context, w runWriter, runID int64, f *metrics.RunFile) error {
+func (s *Server) storeImported(ctx context.Context, w runWriter, runID int64, f *metrics.RunFile, keyTag string) error {
 	sum := &f.Summary
 	p := store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95,
 		ErrorRate: sum.ErrorRate}
@@ -270,7 +487,7 @@ func (s *Server) storeImported(ctx context.Context, w runWriter, runID int64, f 
 	if err := w.FinishRun(ctx, runID, f.Run.Status, f.Run.EndedAt, p, data, hist, ""); err != nil {
 		return err
 	}
-	tags := []string{ImportTag}
+	tags := []string{ImportTag, keyTag}
 	_, err = s.store.UpdateRunMeta(ctx, runID, nil, &tags)
 	return err
 }

@@ -85,7 +85,7 @@ func TestImportRun(t *testing.T) {
 	first := a.must(tom, 201, "POST", "/api/runs/import", encodeFile(t, importFile(t, "ci plan", 12, 5, 0.2, 1)))
 	run := first["run"].(map[string]any)
 	if first["plan_created"] != true || run["status"] != "finished" || run["plan_name"] != "ci plan" ||
-		fmt.Sprint(run["tags"]) != "[cli]" || run["thresholds_ok"] != true || run["requests"] != float64(600) {
+		!strings.HasPrefix(fmt.Sprint(run["tags"]), "[cli import-") || run["thresholds_ok"] != true || run["requests"] != float64(600) {
 		t.Fatalf("first import: %v", first)
 	}
 	second := a.must(tom, 201, "POST", "/api/runs/import", encodeFile(t, importFile(t, "ci plan", 12, 5, 0.2, 2)))
@@ -172,6 +172,11 @@ func TestImportRunRefusesBadFiles(t *testing.T) {
 		if st != c.status || !strings.Contains(fmt.Sprint(m), c.want) {
 			t.Errorf("%s: %d %v, want %d with %q", name, st, m, c.status, c.want)
 		}
+		if e, _ := m["error"].(map[string]any); st == 400 || st == 413 {
+			if fields, _ := e["fields"].(map[string]any); len(fields) == 0 || fields[""] != nil {
+				t.Errorf("%s: the error names no field: %v", name, e)
+			}
+		}
 	}
 	if runs := a.must(cred{}, 200, "GET", "/api/runs", ""); runs["total"] != float64(1) {
 		t.Errorf("refused imports left runs behind: %v", runs["total"])
@@ -191,5 +196,148 @@ func TestImportRunTakesLongRuns(t *testing.T) {
 	m := a.must(cred{}, 201, "POST", "/api/runs/import", body)
 	if r := m["run"].(map[string]any); r["duration_s"] != float64(1500) {
 		t.Errorf("long import: %v", r)
+	}
+}
+
+func replaceLast(s, old, new string) string {
+	i := strings.LastIndex(s, old)
+	return s[:i] + new + s[i+len(old):]
+}
+
+// importStatus posts body and returns the status, the error's fields and message.
+func importStatus(a *authApp, query, body string) (int, map[string]any, string) {
+	st, m, _ := a.do(cred{}, "POST", "/api/runs/import"+query, body)
+	e, _ := m["error"].(map[string]any)
+	fields, _ := e["fields"].(map[string]any)
+	msg, _ := e["message"].(string)
+	return st, fields, msg
+}
+
+// A run file's plan is checked as a new plan is, whether it is stored under plan_id, under the
+// plan of its name or as a new plan; its fields are named plan.<path>.
+func TestImportRunChecksPlan(t *testing.T) {
+	a := newAuthApp(t, true, false)
+	a.must(cred{}, 201, "POST", "/api/plans", `{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`)
+	deep := strings.Repeat(`{"x":`, 500) + "1" + strings.Repeat("}", 500)
+	for name, c := range map[string]struct {
+		plan, field string
+	}{
+		"vus":       {`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":-3,"duration":"1s"}}`, "plan.load.vus"},
+		"url":       {`{"name":"p","requests":[{"url":"ftp://x"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, "plan.requests[0].url"},
+		"unknown":   {`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"},"junk":1}`, "plan.junk"},
+		"deep":      {`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"},"junk":` + deep + `}`, "plan"},
+		"long name": {`{"name":"` + strings.Repeat("n", 5000) + `","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, "plan.name"},
+	} {
+		for _, query := range []string{"", "?plan_id=1"} {
+			f := importFile(t, "p", 3, 5, 0.2, 1)
+			f.Plan = json.RawMessage(c.plan)
+			st, fields, msg := importStatus(a, query, encodeFile(t, f))
+			if st != 400 || fields[c.field] == nil {
+				t.Errorf("%s%s: %d %v %s, want 400 naming %s", name, query, st, fields, msg, c.field)
+			}
+		}
+	}
+	// a secret header volley run masked is no problem for the plan that exists
+	masked := importFile(t, "p", 3, 5, 0.2, 2)
+	masked.Plan = json.RawMessage(`{"name":"p","requests":[{"url":"http://127.0.0.1:9/","headers":{"Authorization":"********"}}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`)
+	a.must(cred{}, 201, "POST", "/api/runs/import", encodeFile(t, masked))
+	masked.Plan = json.RawMessage(strings.Replace(string(masked.Plan), `"p"`, `"new"`, 1))
+	if st, fields, _ := importStatus(a, "", encodeFile(t, masked)); st != 400 || fields["plan.requests[0].headers"] == nil {
+		t.Errorf("a new plan from masked headers: %d %v", st, fields)
+	}
+	if runs := a.must(cred{}, 200, "GET", "/api/runs", ""); runs["total"] != float64(1) {
+		t.Errorf("runs: %v", runs["total"])
+	}
+}
+
+// The numbers of a file must agree; decoding errors name the field in words, not in Go's.
+func TestImportRunFieldErrors(t *testing.T) {
+	a := newAuthApp(t, true, false)
+	good := encodeFile(t, importFile(t, "p", 3, 5, 0.2, 1))
+	codes := map[string]int64{}
+	for i := range 9999 {
+		codes[fmt.Sprintf("x%d", i)] = 1
+	}
+	for name, c := range map[string]struct {
+		edit  func(*metrics.RunFile)
+		body  string
+		field string
+		want  string
+	}{
+		"negative rate":  {edit: func(f *metrics.RunFile) { f.Samples[1].RPS = -1 }, field: "samples[1].rps"},
+		"sum of seconds": {edit: func(f *metrics.RunFile) { f.Summary.Requests += 50; f.Summary.Successes += 50 }, field: "requests"},
+		"outcomes":       {edit: func(f *metrics.RunFile) { f.Samples[2].Errors = 3 }, field: "samples[2].requests"},
+		"beyond the run": {edit: func(f *metrics.RunFile) { f.Run.EndedAt = f.Run.StartedAt }, field: "samples[2].elapsed_s", want: "beyond the run's 0 s"},
+		"status key":     {edit: func(f *metrics.RunFile) { f.Samples[0].StatusCodes = map[string]int64{"2000": 50} }, field: "samples[0].status_codes"},
+		"many codes":     {edit: func(f *metrics.RunFile) { f.Samples[0].StatusCodes = codes }, field: "samples[0].status_codes", want: "at most 64"},
+		"threshold":      {edit: func(f *metrics.RunFile) { f.Thresholds[0].Expr = "fast enough" }, field: "thresholds[0].expr"},
+		"huge integer":   {body: strings.Replace(good, `"requests":150`, `"requests":1e300`, 1), field: "requests", want: "must be an integer"},
+		"string rate":    {body: replaceLast(good, `"rps":50`, `"rps":"x"`), field: "samples[2].rps", want: "must be a number"},
+		"array":          {body: `[]`, field: "body", want: "must be a JSON object"},
+		"bad time":       {body: strings.Replace(good, `"ended_at":"`, `"ended_at":"x`, 1), field: "run.ended_at", want: "RFC 3339"},
+		"syntax":         {body: replaceLast(good, `"rps":50`, `"rps":50,}`), field: "samples[2].rps", want: "not valid JSON"},
+		"cut off":        {body: good[:len(good)/2], field: "body", want: "ends early"},
+		"bad hist":       {edit: func(f *metrics.RunFile) { f.Samples[1].Hist = "AAAA" }, field: "samples[1].hist"},
+	} {
+		body := c.body
+		if body == "" {
+			f := importFile(t, "p", 3, 5, 0.2, 1)
+			c.edit(f)
+			body = encodeFile(t, f)
+		}
+		st, fields, msg := importStatus(a, "", body)
+		if st != 400 || fields[c.field] == nil || !strings.Contains(fmt.Sprint(fields[c.field]), c.want) || strings.Contains(msg, "Go ") {
+			t.Errorf("%s: %d %v %q, want 400 naming %s with %q", name, st, fields, msg, c.field, c.want)
+		}
+	}
+	if runs := a.must(cred{}, 200, "GET", "/api/runs", ""); runs["total"] != float64(0) {
+		t.Errorf("refused imports left runs behind: %v", runs["total"])
+	}
+}
+
+// Uploading a file again (a CI retry) answers 200 with the run stored the first time, even when
+// the uploads run at once; a file with run.id is known by it.
+func TestImportRunIdempotent(t *testing.T) {
+	a := newAuthApp(t, true, false)
+	body := encodeFile(t, importFile(t, "p", 3, 5, 0.2, 1))
+	statuses := make(chan int, 3)
+	ids := make(chan any, 3)
+	for range 3 {
+		go func() {
+			st, m, _ := a.do(cred{}, "POST", "/api/runs/import", body)
+			statuses <- st
+			r, _ := m["run"].(map[string]any)
+			ids <- r["id"]
+		}()
+	}
+	got := map[int]int{}
+	first := <-ids
+	for range 3 {
+		got[<-statuses]++
+	}
+	for range 2 {
+		if id := <-ids; id != first {
+			t.Errorf("run ids %v and %v", first, id)
+		}
+	}
+	if got[201] != 1 || got[200] != 2 {
+		t.Errorf("statuses: %v, want one 201 and two 200", got)
+	}
+	again := a.must(cred{}, 200, "POST", "/api/runs/import", body)
+	if again["already_imported"] != true || again["run"].(map[string]any)["id"] != first {
+		t.Errorf("again: %v", again)
+	}
+	// known by run.id: the same run re-encoded is the same run; another run is another
+	f := importFile(t, "p", 3, 5, 0.2, 2)
+	f.Run.ID = "6f1c2c1e-7b1e-4c4e-9d0e-2a4f7f1b3c5d"
+	a.must(cred{}, 201, "POST", "/api/runs/import", encodeFile(t, f))
+	b, _ := json.MarshalIndent(f, "", "  ")
+	if m := a.must(cred{}, 200, "POST", "/api/runs/import", string(b)); m["already_imported"] != true {
+		t.Errorf("same run.id: %v", m)
+	}
+	f.Run.ID = "0a1c2c1e-7b1e-4c4e-9d0e-2a4f7f1b3c5d"
+	a.must(cred{}, 201, "POST", "/api/runs/import", encodeFile(t, f))
+	if runs := a.must(cred{}, 200, "GET", "/api/runs", ""); runs["total"] != float64(3) {
+		t.Errorf("runs: %v, want 3", runs["total"])
 	}
 }

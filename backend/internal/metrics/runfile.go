@@ -11,8 +11,11 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // RunFileVersion is the version of the run file `volley run --out` writes (RunFile). Version 0
@@ -43,6 +46,9 @@ type RunFile struct {
 
 // RunFileRun is how a file's run went: status "finished", or "stopped" (Ctrl-C or SIGTERM).
 type RunFileRun struct {
+	// ID identifies the run (a random UUID `volley run` makes): the import stores a file once
+	// under it. Older files have none.
+	ID        string    `json:"id,omitempty"`
 	Status    string    `json:"status"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at"`
@@ -65,67 +71,190 @@ const (
 	// MaxEncodedHist bounds one encoded histogram (base64 characters); Volley's encoder writes at
 	// most about 300 KB for a histogram with every slot used.
 	MaxEncodedHist = 1 << 20
+	// MaxSecondCodes bounds the entries of one second's status_codes and of its error_kinds: a
+	// second realistically sees a handful of codes.
+	MaxSecondCodes = 64
+	// MaxFileEntries is the whole file's budget of map entries and list items (status codes,
+	// error kinds, by_name, checks, thresholds, sweep rows…) over the summary and every second
+	// together; the seconds themselves are bounded by MaxFileSeconds. A six-hour run (the most
+	// the 32 MiB import body holds) with two status codes, an error kind and five request names a
+	// second has about 190 000.
+	MaxFileEntries = 200_000
+	// ElapsedSlack is how many seconds a sample's elapsed_s may pass the run's own length
+	// (run.ended_at − run.started_at, rounded up): the engine's clock starts a little after
+	// started_at, and the last, partial second is a second of its own.
+	ElapsedSlack = 2
 )
 
-// Check validates a RunFile read from outside (a file, an upload) before anything uses it:
-// version, the bounds above on every number, string, list and map of the summary and the
-// samples, seconds in increasing order, and every histogram decoded with DecodeHistCounts. It
-// allocates nothing in proportion to what the file merely announces.
+// FileError is a problem of a RunFile at one field: Field is its JSON path ("requests",
+// "samples[3].rps", "run.ended_at"; "" for the file as a whole).
+type FileError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FileError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func fileErr(field, format string, a ...any) *FileError {
+	return &FileError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Check validates a RunFile read from outside (a file, an upload) before anything uses it; the
+// error is a *FileError naming the field. It checks:
+//   - the version, and run.id when present (8–64 characters of 0-9, a-f and '-');
+//   - the bounds above on every number (none negative), string, list and map of the summary and
+//     the samples, and the whole file's MaxFileEntries;
+//   - status_codes keys: 3-digit codes 100–599, or "0" (Volley's key for codes ≥ 600); at most
+//     MaxSecondCodes status codes and error kinds in one second;
+//   - that the numbers agree: successes + errors = requests (the summary, each second and each
+//     by_name entry with errors ≤ requests), the seconds' requests sum to summary.requests
+//     exactly (the collector emits every second, the last partial one included, whenever it
+//     had a response), seconds in increasing order and, when the run's times are given, none
+//     beyond ceil(ended_at − started_at) + ElapsedSlack;
+//   - each threshold's expr is a threshold (plan.ParseThreshold), optionally "request: " first;
+//   - every histogram decoded with DecodeHistCounts.
+//
+// It allocates nothing in proportion to what the file merely announces.
 func (f *RunFile) Check() error {
 	switch {
 	case f.Version == 0:
-		return errors.New("not a run file (no volley_run_file version): a bare summary from an older volley run --out")
+		return fileErr("volley_run_file", "not a run file (no volley_run_file version): a bare summary from an older volley run --out")
 	case f.Version > RunFileVersion:
-		return fmt.Errorf("run file version %d is newer than this volley reads (%d)", f.Version, RunFileVersion)
+		return fileErr("volley_run_file", "run file version %d is newer than this volley reads (%d)", f.Version, RunFileVersion)
 	case f.Version < 0:
-		return fmt.Errorf("run file version %d is not valid", f.Version)
+		return fileErr("volley_run_file", "run file version %d is not valid", f.Version)
 	case len(f.Samples) > MaxFileSeconds:
-		return fmt.Errorf("samples: %d seconds, at most %d", len(f.Samples), MaxFileSeconds)
+		return fileErr("samples", "%d seconds, at most %d", len(f.Samples), MaxFileSeconds)
 	case len(f.Plan) > MaxFilePlan:
-		return fmt.Errorf("plan: %d bytes, at most %d", len(f.Plan), MaxFilePlan)
+		return fileErr("plan", "%d bytes, at most %d", len(f.Plan), MaxFilePlan)
+	case f.Run.ID != "" && !validRunID(f.Run.ID):
+		return fileErr("run.id", "must be 8 to 64 characters of 0-9, a-f and '-' (a UUID)")
 	}
-	if err := checkBounded("", reflect.ValueOf(&f.Summary).Elem()); err != nil {
+	budget := MaxFileEntries
+	if err := checkBounded("", reflect.ValueOf(&f.Summary).Elem(), &budget); err != nil {
 		return err
 	}
-	if err := checkBounded(".run", reflect.ValueOf(&f.Run).Elem()); err != nil {
+	if err := checkBounded(".run", reflect.ValueOf(&f.Run).Elem(), &budget); err != nil {
 		return err
+	}
+	if err := checkCounts("", f.Requests, f.Successes, f.Errors, f.StatusCodes, f.ErrorKinds, 600); err != nil {
+		return err
+	}
+	for name, n := range f.ByName {
+		if n.Errors > n.Requests {
+			return fileErr("by_name."+name+".errors", "%d errors of %d requests", n.Errors, n.Requests)
+		}
+	}
+	for i, t := range f.Thresholds {
+		if err := checkThreshold(t.Expr); err != nil {
+			return fileErr(fmt.Sprintf("thresholds[%d].expr", i), "%v", err)
+		}
 	}
 	if f.Merged != "" {
 		if _, err := DecodeHistCounts(f.Merged); err != nil {
-			return fmt.Errorf("hist: %w", err)
+			return fileErr("hist", "%v", err)
 		}
 	}
+	last := math.MaxInt
+	if !f.Run.StartedAt.IsZero() && !f.Run.EndedAt.IsZero() {
+		last = int(math.Ceil(f.Run.EndedAt.Sub(f.Run.StartedAt).Seconds())) + ElapsedSlack
+	}
 	prev := 0
+	var requests int64
 	for i := range f.Samples {
 		s := &f.Samples[i]
 		path := fmt.Sprintf("samples[%d]", i)
-		if err := checkBounded(path, reflect.ValueOf(&s.Sample).Elem()); err != nil {
+		if err := checkBounded(path, reflect.ValueOf(&s.Sample).Elem(), &budget); err != nil {
 			return err
 		}
-		if s.ElapsedS <= prev {
-			return fmt.Errorf("%s.elapsed_s: %d does not follow %d", path, s.ElapsedS, prev)
+		switch {
+		case s.ElapsedS <= prev:
+			return fileErr(path+".elapsed_s", "%d does not follow %d", s.ElapsedS, prev)
+		case s.ElapsedS > last:
+			return fileErr(path+".elapsed_s", "%d is beyond the run's %d s (run.started_at to run.ended_at, + %d s)",
+				s.ElapsedS, last-ElapsedSlack, ElapsedSlack)
 		}
 		prev = s.ElapsedS
+		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds, MaxSecondCodes); err != nil {
+			return err
+		}
+		requests += s.Requests // ≤ 86 400 × 1e15: no overflow
 		if s.Hist != "" {
 			if _, err := DecodeHistCounts(s.Hist); err != nil {
-				return fmt.Errorf("%s.hist: %w", path, err)
+				return fileErr(path+".hist", "%v", err)
 			}
+		}
+	}
+	if requests != f.Requests {
+		return fileErr("requests", "%d, but the seconds (samples[].requests) add up to %d", f.Requests, requests)
+	}
+	return nil
+}
+
+// validRunID reports whether id is a run file's run.id: 8–64 characters of 0-9, a-f and '-'.
+func validRunID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCounts checks the counts of the summary or of one second (prefix "" or "samples[i]."):
+// successes + errors = requests, status codes keyed 100–599 or "0", and at most maxCodes status
+// codes and error kinds.
+func checkCounts(prefix string, requests, successes, errs int64, codes, kinds map[string]int64, maxCodes int) error {
+	if successes+errs != requests {
+		return fileErr(prefix+"requests", "%d, but successes + errors = %d + %d", requests, successes, errs)
+	}
+	if len(codes) > maxCodes {
+		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), maxCodes)
+	}
+	if len(kinds) > maxCodes {
+		return fileErr(prefix+"error_kinds", "%d kinds, at most %d", len(kinds), maxCodes)
+	}
+	for k := range codes {
+		if n, err := strconv.Atoi(k); k != "0" && (err != nil || len(k) != 3 || n < 100 || n > 599) {
+			return fileErr(prefix+"status_codes", "key %.20q is not a status code (100–599, or 0 for codes ≥ 600)", k)
 		}
 	}
 	return nil
 }
 
-// checkBounded walks v (decoded JSON) and refuses a number out of ±MaxFileNumber (a negative
-// integer too), a string longer than MaxFileString, a list or map longer than MaxFileItems.
-// Fields not encoded (json:"-") are skipped.
-func checkBounded(path string, v reflect.Value) error {
+// checkThreshold checks a threshold result's expr: a threshold expression, or "request: " and
+// one (plan.Threshold.Label).
+func checkThreshold(expr string) error {
+	_, err := plan.ParseThreshold(expr)
+	if err != nil {
+		if i := strings.LastIndex(expr, ": "); i > 0 {
+			if _, err2 := plan.ParseThreshold(expr[i+2:]); err2 == nil {
+				return nil
+			}
+		}
+	}
+	return err
+}
+
+// checkBounded walks v (decoded JSON) and refuses a number out of 0 to MaxFileNumber, a string
+// longer than MaxFileString, a list or map longer than MaxFileItems, or more list items and map
+// entries in all than *budget (which it decrements). Fields not encoded (json:"-") are skipped.
+func checkBounded(path string, v reflect.Value, budget *int) error {
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%s: %s", strings.TrimPrefix(path, "."), fmt.Sprintf(format, a...))
+		return fileErr(strings.TrimPrefix(path, "."), format, a...)
 	}
 	switch v.Kind() {
 	case reflect.Float32, reflect.Float64:
-		if x := v.Float(); math.IsNaN(x) || math.Abs(x) > MaxFileNumber {
-			return bad("%g is out of range (±%g)", x, MaxFileNumber)
+		if x := v.Float(); math.IsNaN(x) || x < 0 || x > MaxFileNumber {
+			return bad("%g is out of range (0 to %g)", x, MaxFileNumber)
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if x := v.Int(); x < 0 || float64(x) > MaxFileNumber {
@@ -141,20 +270,22 @@ func checkBounded(path string, v reflect.Value) error {
 		}
 	case reflect.Pointer:
 		if !v.IsNil() {
-			return checkBounded(path, v.Elem())
+			return checkBounded(path, v.Elem(), budget)
 		}
-	case reflect.Slice:
+	case reflect.Slice, reflect.Map:
 		if v.Len() > MaxFileItems {
 			return bad("%d items, at most %d", v.Len(), MaxFileItems)
 		}
-		for i := range v.Len() {
-			if err := checkBounded(fmt.Sprintf("%s[%d]", path, i), v.Index(i)); err != nil {
-				return err
-			}
+		if *budget -= v.Len(); *budget < 0 {
+			return bad("the file holds more than %d map entries and list items in all", MaxFileEntries)
 		}
-	case reflect.Map:
-		if v.Len() > MaxFileItems {
-			return bad("%d entries, at most %d", v.Len(), MaxFileItems)
+		if v.Kind() == reflect.Slice {
+			for i := range v.Len() {
+				if err := checkBounded(fmt.Sprintf("%s[%d]", path, i), v.Index(i), budget); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		it := v.MapRange()
 		for it.Next() {
@@ -162,7 +293,7 @@ func checkBounded(path string, v reflect.Value) error {
 			if len(k) > MaxFileString {
 				return bad("a key of %d bytes, at most %d", len(k), MaxFileString)
 			}
-			if err := checkBounded(path+"."+k, it.Value()); err != nil {
+			if err := checkBounded(path+"."+k, it.Value(), budget); err != nil {
 				return err
 			}
 		}
@@ -181,7 +312,7 @@ func checkBounded(path string, v reflect.Value) error {
 			if !sf.Anonymous {
 				p += "." + name
 			}
-			if err := checkBounded(p, v.Field(i)); err != nil {
+			if err := checkBounded(p, v.Field(i), budget); err != nil {
 				return err
 			}
 		}

@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,11 +109,13 @@ func TestRunFileCheck(t *testing.T) {
 	counts[countsIndex(900)] = 3
 	h := enc.Encode(counts)
 	valid := func() *RunFile {
-		return &RunFile{Version: RunFileVersion, Summary: Summary{Requests: 3, RPS: 1.5, StatusCodes: map[string]int64{"200": 3}},
-			Run:     RunFileRun{Status: "finished", StartedAt: time.Unix(1e9, 0), EndedAt: time.Unix(1e9+2, 0)},
-			Plan:    json.RawMessage(`{"name":"x"}`),
-			Merged:  h,
-			Samples: []FileSample{{Sample: Sample{ElapsedS: 1, Requests: 1}, Hist: h}, {Sample: Sample{ElapsedS: 2, Requests: 2}}}}
+		return &RunFile{Version: RunFileVersion, Summary: Summary{Requests: 3, Successes: 3, RPS: 1.5, StatusCodes: map[string]int64{"200": 2, "0": 1},
+			Thresholds: []ThresholdResult{{Expr: "p(95)<200ms"}, {Expr: "log in: error_rate<1%"}}},
+			Run:    RunFileRun{Status: "finished", StartedAt: time.Unix(1e9, 0), EndedAt: time.Unix(1e9+2, 0)},
+			Plan:   json.RawMessage(`{"name":"x"}`),
+			Merged: h,
+			Samples: []FileSample{{Sample: Sample{ElapsedS: 1, Requests: 1, Successes: 1}, Hist: h},
+				{Sample: Sample{ElapsedS: 2, Requests: 2, Successes: 2}}}}
 	}
 	if err := valid().Check(); err != nil {
 		t.Fatalf("valid file: %v", err)
@@ -121,6 +125,17 @@ func TestRunFileCheck(t *testing.T) {
 	var back RunFile
 	if err := json.Unmarshal(b, &back); err != nil || back.Check() != nil || back.Samples[0].Hist != h || back.Merged != h || back.RPS != 1.5 {
 		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	// the last second may end up to ElapsedSlack after the run's length; seconds may be missing
+	// only where they had no request
+	edge := valid()
+	edge.Samples[1].ElapsedS = 2 + ElapsedSlack
+	if err := edge.Check(); err != nil {
+		t.Errorf("a last second within the slack: %v", err)
+	}
+	var fe *FileError
+	if err := (&RunFile{Version: RunFileVersion, Summary: Summary{Requests: -1}}).Check(); !errors.As(err, &fe) || fe.Field != "requests" {
+		t.Errorf("the error names no field: %#v", err)
 	}
 	for name, c := range map[string]struct {
 		edit func(*RunFile)
@@ -139,6 +154,42 @@ func TestRunFileCheck(t *testing.T) {
 		"bad merged":       {func(f *RunFile) { f.Merged = "AAAA" }, "hist:"},
 		"big plan":         {func(f *RunFile) { f.Plan = make([]byte, MaxFilePlan+1) }, "plan:"},
 		"long status":      {func(f *RunFile) { f.Run.Status = strings.Repeat("s", MaxFileString+1) }, "run.status"},
+		"negative rate":    {func(f *RunFile) { f.Samples[1].RPS = -1 }, "samples[1].rps: -1 is out of range"},
+		"negative latency": {func(f *RunFile) { f.Latency.P95 = -0.5 }, "latency_ms.p95"},
+		"sum of seconds":   {func(f *RunFile) { f.Requests, f.Successes = 4, 4 }, "requests: 4, but the seconds (samples[].requests) add up to 3"},
+		"outcomes":         {func(f *RunFile) { f.Samples[1].Errors = 1 }, "samples[1].requests: 2, but successes + errors = 2 + 1"},
+		"summary outcomes": {func(f *RunFile) { f.Errors = 2 }, "requests: 3, but successes + errors = 3 + 2"},
+		"name outcomes":    {func(f *RunFile) { f.ByName = map[string]NameStats{"a": {Requests: 1, Errors: 2}} }, "by_name.a.errors"},
+		"beyond the run":   {func(f *RunFile) { f.Samples[1].ElapsedS = 5 }, "samples[1].elapsed_s: 5 is beyond the run's 2 s"},
+		"status key":       {func(f *RunFile) { f.StatusCodes = map[string]int64{"abc": 3} }, `status_codes: key "abc" is not a status code`},
+		"status 600":       {func(f *RunFile) { f.Samples[0].StatusCodes = map[string]int64{"600": 1} }, `samples[0].status_codes: key "600"`},
+		"status 099":       {func(f *RunFile) { f.Samples[0].StatusCodes = map[string]int64{"099": 1} }, `key "099"`},
+		"threshold expr":   {func(f *RunFile) { f.Thresholds[1].Expr = "log in: fast" }, "thresholds[1].expr"},
+		"run id":           {func(f *RunFile) { f.Run.ID = "NOT-A-UUID" }, "run.id"},
+		"codes a second": {func(f *RunFile) {
+			f.Samples[0].StatusCodes = map[string]int64{}
+			for c := 100; c <= 164; c++ {
+				f.Samples[0].StatusCodes[strconv.Itoa(c)] = 1
+			}
+		}, "samples[0].status_codes: 65 codes, at most 64"},
+		"kinds a second": {func(f *RunFile) {
+			f.Samples[1].ErrorKinds = map[string]int64{}
+			for c := range 65 {
+				f.Samples[1].ErrorKinds[strconv.Itoa(c)] = 1
+			}
+		}, "samples[1].error_kinds: 65 kinds, at most 64"},
+		// each second within its bound, the file over its budget: 3200 seconds × 63 codes
+		"whole-file budget": {func(f *RunFile) {
+			codes := map[string]int64{}
+			for c := 100; c < 163; c++ {
+				codes[strconv.Itoa(c)] = 0
+			}
+			f.Run.EndedAt = f.Run.StartedAt.Add(4000 * time.Second)
+			f.Samples = make([]FileSample, 3200)
+			for i := range f.Samples {
+				f.Samples[i].ElapsedS, f.Samples[i].StatusCodes = i+1, codes
+			}
+		}, "more than 200000 map entries and list items in all"},
 	} {
 		f := valid()
 		c.edit(f)
