@@ -569,16 +569,16 @@ func longerRun(secs int) hint {
 func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	v.N = d.n(p)
 	nb := d.n(base)
+	if d.latency() && (p.r.NoSuccess() || base.r.NoSuccess()) {
+		v.Verdict, v.Reason = NotJudged, "no successful response: the latency is unknown, no verdict"
+		return
+	}
 	if d.notJudged != "" {
 		v.Verdict, v.Reason = NotJudged, d.notJudged
 		return
 	}
 	inconclusive := func(reason string, h hint) {
 		v.Verdict, v.Reason, v.DecideHint, v.DecideCode, v.DecideSeconds = Inconclusive, reason, h.text, h.code, h.secs
-	}
-	if d.latency() && (p.r.NoSuccess() || base.r.NoSuccess()) {
-		v.Verdict, v.Reason = NotJudged, "no successful response: the latency is unknown, no verdict"
-		return
 	}
 	switch {
 	case p.r.added == 0 || base.r.added == 0:
