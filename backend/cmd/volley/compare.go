@@ -30,11 +30,12 @@ func compareCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "compare BASELINE RUN [RUN…]",
 		Short: "Compare runs (ids in the database, or `volley run --out` run files): delta table, exit 1 on a regression",
-		Long: `Compare 2 to 5 runs against the first (the baseline): TPS, p50, p90, p95, p99, max latency,
-error rate and the generator's CPU and RSS, each with a verdict — regression, improvement,
-no_change or inconclusive — from a Mann-Whitney U test (per-second TPS, error rate, CPU, RSS) or a
-bootstrap confidence interval (latency percentiles), with a 5 % practical floor (see
-docs/api.md, "Compare").
+		Long: `Compare 2 to 5 runs against the first (the baseline): TPS (successful responses per second), p50,
+p90, p95, p99, max latency, error rate and the generator's CPU and RSS, each with a verdict —
+regression, improvement, no_change or inconclusive — from an autocorrelation-corrected t interval
+(per-second TPS, error rate) or a bootstrap confidence interval (latency percentiles), with a 5 %
+practical threshold (see docs/compare.md). An improvement is withheld while the error rate rose;
+a run without a successful response has no latency ("—").
 
 The runs are either run ids in the database (volley compare 12 13 --db volley.db) or files
 (volley compare a.json b.json): run files written by 'volley run --out' (tested as stored runs
@@ -162,10 +163,13 @@ func runsFromFiles(stdout io.Writer, paths []string) ([]*compare.Run, error) {
 	return runs, nil
 }
 
+// unknown is printed for a value that is not known (null in the API, "—" in the UI).
+const unknown = "—"
+
 // formatValue writes a metric's value in its unit; signed for deltas.
 func formatValue(unit string, v *float64, signed bool) string {
 	if v == nil || math.IsNaN(*v) {
-		return "–"
+		return unknown
 	}
 	x := *v
 	sign := ""
@@ -210,7 +214,7 @@ func printComparison(w io.Writer, runs []*compare.Run, res *compare.Result) {
 	for _, m := range res.Metrics {
 		bv := m.Values[0].Value
 		for _, v := range m.Values[1:] {
-			pct := "–"
+			pct := unknown
 			if v.DeltaPct != nil {
 				pct = fmt.Sprintf("%+.1f%%", *v.DeltaPct)
 			}

@@ -145,7 +145,7 @@ func TestCompareCommand(t *testing.T) {
 		{"same runs", []string{id(0), id(1), "--db", db}, 0, []string{"no_change", "no regression", "p95", "tps"}, ""},
 		{"slower run", []string{id(0), id(2), "--db", db}, 1, []string{"REGRESSION", "95% CI [+", "regression(s)"}, ""},
 		{"three runs", []string{id(0), id(1), id(2), "--db", db}, 1, []string{"#" + id(1), "#" + id(2)}, ""},
-		{"summary files", []string{sumA, sumB}, 0, []string{"inconclusive", "+50.0%", "-30.0%", "summary only", "no per-second data", "note: a.json: a summary only"}, ""},
+		{"summary files", []string{sumA, sumB}, 0, []string{"inconclusive", "+50.0%", "-31.4%", "summary only", "no per-second data", "note: a.json: a summary only"}, ""},
 		{"one run", []string{id(0), "--db", db}, 2, nil, "give 2 to 5 runs"},
 		{"six runs", []string{"1", "2", "3", "4", "5", "6", "--db", db}, 2, nil, "give 2 to 5 runs"},
 		{"mixed", []string{id(0), sumA, "--db", db}, 2, nil, "not both"},

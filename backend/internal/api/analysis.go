@@ -95,21 +95,26 @@ func compareIDs(c *gin.Context) ([]int64, int, error) {
 }
 
 // compareOptions reads ?threshold=5 (the practical threshold of TPS and latency, in % of the
-// baseline, 0 < t ≤ 100; default compare.DefaultThreshold) and ?error_threshold=0.1 (that of the
-// error rate, in percentage points, 0 < t ≤ 100; default compare.DefaultErrorThreshold).
+// baseline, 0.1 ≤ t ≤ 100; default compare.DefaultThreshold) and ?error_threshold=0.1 (that of
+// the error rate, in percentage points, 0.01 ≤ t ≤ 100; default compare.DefaultErrorThreshold).
+// A parameter given twice is refused: no rule would say which one the caller meant.
 func compareOptions(c *gin.Context) (compare.Options, error) {
 	var opt compare.Options
 	for _, p := range []struct {
 		name string
+		min  float64
 		dst  *float64
-	}{{"threshold", &opt.Threshold}, {"error_threshold", &opt.ErrorThreshold}} {
-		raw := c.Query(p.name)
-		if raw == "" {
+	}{{"threshold", 0.1, &opt.Threshold}, {"error_threshold", 0.01, &opt.ErrorThreshold}} {
+		all := c.QueryArray(p.name)
+		if len(all) > 1 {
+			return opt, badRequest("%s is given %d times: give it once", p.name, len(all))
+		}
+		if len(all) == 0 || all[0] == "" {
 			continue
 		}
-		v, err := strconv.ParseFloat(raw, 64)
-		if err != nil || !(v > 0 && v <= 100) {
-			return opt, badRequest("%s must be a percentage above 0 and at most 100, not %q", p.name, raw)
+		v, err := strconv.ParseFloat(all[0], 64)
+		if err != nil || !(v >= p.min && v <= 100) {
+			return opt, badRequest("%s must be a percentage from %g to 100, not %q", p.name, p.min, all[0])
 		}
 		*p.dst = v / 100
 	}

@@ -119,6 +119,7 @@ type Run struct {
 	bound   int
 	exact   []int64 // fine counts merged over the usable seconds; nil until one has a histogram
 	scratch []int64
+	ok      int64 // successful responses over every added second (requests − errors)
 }
 
 type pendingSecond struct {
@@ -160,6 +161,7 @@ func (r *Run) addSecond(s metrics.Sample, fine []fineCount) {
 	if r.pending != nil && r.added > 1 { // the pending second is neither the first nor the last
 		r.take(r.pending)
 	}
+	r.ok += s.Requests - s.Errors
 	r.pending = &pendingSecond{second: second{rps: s.RPS, cpu: s.Client.CPUPercent, rss: float64(s.Client.RSSBytes),
 		vus: float64(s.ActiveVUs), requests: s.Requests, errors: s.Errors}, bound: s.GeneratorBound, fine: fine}
 	r.added++
@@ -183,6 +185,18 @@ func (r *Run) take(p *pendingSecond) {
 		sec.hist = coarsen(p.fine, r.scratch)
 	}
 	r.usable = append(r.usable, sec)
+}
+
+// NoSuccess reports whether the run is known to have had no successful response: none in its
+// added seconds, or (a run known by its summary only) neither successful requests counted nor a
+// rate of them (RPS × (1 − error rate)) in its summary. Its latency is then unknown, and its
+// throughput of successful responses 0.
+func (r *Run) NoSuccess() bool {
+	if r.added > 0 {
+		return r.ok <= 0
+	}
+	s := r.Summary
+	return s != nil && s.Requests-s.Errors <= 0 && s.RPS*(1-s.ErrorRate) <= 0
 }
 
 // Seconds is how many seconds were added; Usable how many the tests use; GeneratorBound how many
@@ -239,8 +253,10 @@ type Metric struct {
 // the autocorrelated t test. An inconclusive value says in DecideHint what would decide it, with
 // DecideCode naming the case for translation: "longer_run" (DecideSeconds is the run length, in
 // seconds for both runs, that the observed noise calls for), "near_threshold" (the effect is
-// about the threshold), "too_noisy" (no practical length would do) or "per_second_data" (a run
-// has no seconds).
+// about the threshold), "too_noisy" (no practical length would do), "per_second_data" (a run
+// has no seconds) or "errors_rose" (an improvement withheld because the run's error rate rose,
+// see withholdWhenErrorsRose). A value whose length cannot decide it (no request completed) has
+// no hint. The latency of a run without a successful response is null, with the verdict "none".
 type Value struct {
 	RunID         int64       `json:"run_id"`
 	Label         string      `json:"label,omitempty"`
@@ -301,10 +317,20 @@ const followsLoadReason = "follows the load (moves with the throughput): no verd
 
 func withRequests(s second) bool { return s.requests > 0 }
 
+// goodput is a second's successful responses per second: its request rate times the share of
+// its requests that did not fail (a failed attempt, such as a refused connection, is no
+// throughput).
+func goodput(s second) float64 {
+	if s.requests <= 0 {
+		return s.rps
+	}
+	return s.rps * float64(s.requests-s.errors) / float64(s.requests)
+}
+
 var defs = []metricDef{
 	{name: "tps", unit: "req/s", higherBetter: true, test: testSeries, relative: true,
-		value:   meanOf(func(s second) float64 { return s.rps }),
-		summary: func(s *metrics.Summary) float64 { return s.RPS }},
+		value:   meanOf(goodput),
+		summary: func(s *metrics.Summary) float64 { return s.RPS * (1 - s.ErrorRate) }},
 	{name: "p50", unit: "ms", test: testBoot, relative: true, pct: 0, summary: func(s *metrics.Summary) float64 { return s.Latency.P50 }},
 	{name: "p90", unit: "ms", test: testBoot, relative: true, pct: 1, summary: func(s *metrics.Summary) float64 { return s.Latency.P90 }},
 	{name: "p95", unit: "ms", test: testBoot, relative: true, pct: 2, summary: func(s *metrics.Summary) float64 { return s.Latency.P95 }},
@@ -440,6 +466,7 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 		}
 		res.Metrics = append(res.Metrics, m)
 	}
+	withholdWhenErrorsRose(res, baseline, opt)
 	res.Warnings = warnings(runs, baseline)
 	return res, nil
 }
@@ -453,8 +480,15 @@ func (d metricDef) threshold(opt Options) float64 {
 	return opt.ErrorThreshold
 }
 
-// valueOf is the metric's figure for a run: over its usable seconds, else from its summary.
+// latency reports whether the metric is a latency (a percentile or the maximum).
+func (d metricDef) latency() bool { return d.value == nil }
+
+// valueOf is the metric's figure for a run: over its usable seconds, else from its summary. A
+// latency is unknown for a run without a successful response.
 func (d metricDef) valueOf(p *prepared) (float64, bool) {
+	if d.latency() && p.r.NoSuccess() {
+		return 0, false
+	}
 	if len(p.r.usable) > 0 {
 		if d.value != nil {
 			if v, ok := d.value(p.r.usable); ok {
@@ -535,6 +569,10 @@ func longerRun(secs int) hint {
 func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	v.N = d.n(p)
 	nb := d.n(base)
+	if d.latency() && (p.r.NoSuccess() || base.r.NoSuccess()) {
+		v.Verdict, v.Reason = NotJudged, "no successful response: the latency is unknown, no verdict"
+		return
+	}
 	if d.notJudged != "" {
 		v.Verdict, v.Reason = NotJudged, d.notJudged
 		return
@@ -545,6 +583,10 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	switch {
 	case p.r.added == 0 || base.r.added == 0:
 		inconclusive("summary only (no per-second data)", hint{"per_second_data", "compare runs that carry per-second data", 0})
+		return
+	case (v.N == 0 || nb == 0) && len(p.r.usable) >= MinSeconds && len(base.r.usable) >= MinSeconds:
+		// the load ran, but no request completed: a longer run would not change that
+		inconclusive("no request completed in the usable seconds of this run or the baseline", hint{})
 		return
 	case v.N < MinSeconds || nb < MinSeconds:
 		inconclusive(fmt.Sprintf("fewer than %d usable seconds (this run %d, baseline %d)", MinSeconds, v.N, nb), longerRun(shortSeconds))
@@ -557,15 +599,27 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	var eff, lo, hi float64
 	if d.test == testSeries {
 		x, y := d.estimates(p, base)
-		dd, h, pv, ok := welch(x, y, d.relative, opt.Confidence)
-		if !ok {
-			inconclusive("too few seconds with data to estimate the noise", longerRun(shortSeconds))
+		switch {
+		case d.relative && y.m <= 0:
+			inconclusive("the baseline has no successful response per second: no relative change", hint{})
 			return
-		}
-		v.PValue = ptr(pv)
-		eff, lo, hi = dd, dd-h, dd+h
-		if d.relative {
-			eff, lo, hi = math.Expm1(dd), math.Expm1(dd-h), math.Expm1(dd+h)
+		case d.relative && x.m <= 0:
+			// Every usable second of the run is 0 (the target stopped answering): no ratio on the
+			// log scale, but the run is 100 % below a baseline above 0, and a longer run cannot
+			// change that. The p-value is that of the baseline's mean being 0.
+			eff, lo, hi = -1, -1, -1
+			v.PValue = ptr(zeroMeanP(y))
+		default:
+			dd, h, pv, ok := welch(x, y, d.relative, opt.Confidence)
+			if !ok {
+				inconclusive("too few seconds with data to estimate the noise", longerRun(shortSeconds))
+				return
+			}
+			v.PValue = ptr(pv)
+			eff, lo, hi = dd, dd-h, dd+h
+			if d.relative {
+				eff, lo, hi = math.Expm1(dd), math.Expm1(dd-h), math.Expm1(dd+h)
+			}
 		}
 	} else {
 		if p.boot == nil || base.boot == nil || bv <= 0 {
@@ -643,6 +697,35 @@ func decide(eff, lo, hi, thr float64, n int) hint {
 		return hint{"too_noisy", fmt.Sprintf("the noise is too high to decide within %d s: quieten the target or the generator, or raise the threshold", MaxDecideSeconds), 0}
 	}
 	return longerRun(secs)
+}
+
+// withholdWhenErrorsRose turns an improvement of TPS or latency into inconclusive (DecideCode
+// "errors_rose") for a run whose error rate rose: its error-rate verdict is a regression, or its
+// error rate exceeds the baseline's by more than the error threshold whatever the verdict (a run
+// too short, or without completed requests, to test it). Failing fast is no improvement.
+func withholdWhenErrorsRose(res *Result, baseline int, opt Options) {
+	var errRate *Metric
+	for i := range res.Metrics {
+		if res.Metrics[i].Metric == "error_rate" {
+			errRate = &res.Metrics[i]
+		}
+	}
+	if errRate == nil {
+		return
+	}
+	for i, e := range errRate.Values {
+		if i == baseline || !(e.Verdict == Regression || (e.Delta != nil && *e.Delta > opt.ErrorThreshold)) {
+			continue
+		}
+		for k := range res.Metrics {
+			m := &res.Metrics[k]
+			if v := &m.Values[i]; m.Metric != "error_rate" && v.Verdict == Improvement {
+				v.Verdict, v.DecideSeconds = Inconclusive, 0
+				v.Reason = "an improvement is not credited while the error rate rose"
+				v.DecideCode, v.DecideHint = "errors_rose", "the error rate rose: fix the errors, then compare again"
+			}
+		}
+	}
 }
 
 // AnyRegression reports whether some metric of some run is a regression.

@@ -50,8 +50,10 @@
 //
 // # Throughput and error rate: a t interval corrected for autocorrelation
 //
-// Each usable second gives one observation (its requests per second; its error fraction, for
-// seconds with requests). Neighbouring seconds are alike (caches, GC, connection reuse), so the
+// Each usable second gives one observation (its successful responses per second — failed
+// attempts such as refused connections are no throughput —; its error fraction, for seconds with
+// requests). A second in which VUs were active but nothing completed is an observation of 0, and
+// a run whose every usable second is 0 is 100 % below a baseline above 0 (a regression). Neighbouring seconds are alike (caches, GC, connection reuse), so the
 // plain s²/n under-estimates the variance of a run's mean. The lag-1 autocorrelation ρ is
 // estimated from both runs' series pooled, each about its own mean, corrected for its small-sample
 // bias (Marriott & Pope 1954) and kept within [0, 0.8]; the variance of each mean is then

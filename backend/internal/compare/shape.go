@@ -31,6 +31,10 @@ func warnings(runs []*Run, baseline int) []Warning {
 				Message: fmt.Sprintf("%s has %d usable seconds (of %d), fewer than %d: its verdicts are inconclusive",
 					r.Name(), len(r.usable), r.added, MinSeconds)})
 		}
+		if r.NoSuccess() {
+			out = append(out, Warning{Code: "no_success", RunID: r.ID,
+				Message: fmt.Sprintf("%s had no successful response: its latency is unknown and its TPS 0", r.Name())})
+		}
 		if r.bound > 0 {
 			out = append(out, Warning{Code: "generator_bound", RunID: r.ID,
 				Message: fmt.Sprintf("%s: %d of %d seconds were generator-bound (load generator CPU saturated) and were left out",

@@ -296,3 +296,15 @@ func welch(x, y meanEstimate, relative bool, conf float64) (d, h, p float64, ok 
 	p = 2 * (1 - studentCDF(math.Abs(d)/se, df))
 	return d, h, p, true
 }
+
+// zeroMeanP is the two-sided p-value of "the mean is 0" for an estimate whose mean is y.m: the
+// one-sample t test on y.df degrees of freedom (0 when y has no variance and a mean other than 0).
+func zeroMeanP(y meanEstimate) float64 {
+	if y.v <= 0 || y.df <= 0 {
+		if y.m == 0 {
+			return 1
+		}
+		return 0
+	}
+	return 2 * (1 - studentCDF(math.Abs(y.m)/math.Sqrt(y.v), y.df))
+}

@@ -32,10 +32,14 @@ const s = (elapsed: number, rps: number, p95: number | null = 1): Sample => samp
 
 describe('compare helpers', () => {
   it('reads ids and baseline from the URL (distinct, positive; baseline must be one of them)', () => {
-    expect(parseCompareQuery(new URLSearchParams('ids=3,1,3,x,0,7&baseline=1'))).toEqual({ ids: [3, 1, 7], baseline: 1, threshold: null });
-    expect(parseCompareQuery(new URLSearchParams('ids=3,4&baseline=9&threshold=2.5'))).toEqual({ ids: [3, 4], baseline: null, threshold: 2.5 });
+    expect(parseCompareQuery(new URLSearchParams('ids=3,1,3,x,0,7&baseline=1'))).toEqual({ ids: [3, 1, 7], baseline: 1, threshold: null, badThreshold: null });
+    expect(parseCompareQuery(new URLSearchParams('ids=3,4&baseline=9&threshold=2.5'))).toEqual({ ids: [3, 4], baseline: null, threshold: 2.5, badThreshold: null });
     for (const bad of ['0', '-1', '101', 'x', ''])
       expect(parseCompareQuery(new URLSearchParams(`ids=3,4&threshold=${bad}`)).threshold).toBeNull();
+    // an unusable threshold in the address is kept to be shown, never silently replaced
+    for (const [qs, shown] of [['threshold=NaN', 'NaN'], ['threshold=1e-320', '1e-320'], ['threshold=0.05', '0.05'], ['threshold=5&threshold=0', '5, 0'], ['threshold=0x10', '0x10']])
+      expect(parseCompareQuery(new URLSearchParams(`ids=3,4&${qs}`))).toMatchObject({ threshold: null, badThreshold: shown });
+    expect(parseCompareQuery(new URLSearchParams('ids=3,4&threshold=0.1'))).toMatchObject({ threshold: 0.1, badThreshold: null });
     expect(compareQueryString([3, 4], 4)).toBe('/compare?ids=3,4&baseline=4');
     expect(compareQueryString([3, 4], null)).toBe('/compare?ids=3,4');
     expect(compareQueryString([3, 4], 4, 10)).toBe('/compare?ids=3,4&baseline=4&threshold=10');

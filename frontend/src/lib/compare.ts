@@ -18,11 +18,16 @@ export interface CompareQuery {
   baseline: number | null;
   /** The practical threshold of TPS and latency in % (null: the server's default). */
   threshold: number | null;
+  /** The address's threshold text when it is not a valid threshold (or given twice); null when fine or absent. */
+  badThreshold: string | null;
 }
 
-/** validThreshold: a practical threshold in %, above 0 and at most 100 (as the server accepts). */
+/** The smallest practical threshold in % the server accepts. */
+export const MIN_THRESHOLD = 0.1;
+
+/** validThreshold: a practical threshold in %, from 0.1 to 100 (as the server accepts). */
 export function validThreshold(v: number): boolean {
-  return Number.isFinite(v) && v > 0 && v <= 100;
+  return Number.isFinite(v) && v >= MIN_THRESHOLD && v <= 100;
 }
 
 /** parseCompareQuery reads ids (distinct positive integers, in the given order), the baseline and the threshold. */
@@ -35,8 +40,15 @@ export function parseCompareQuery(q: URLSearchParams): CompareQuery {
     if (n > 0 && !ids.includes(n)) ids.push(n);
   }
   const b = Number.parseInt(q.get('baseline') ?? '', 10);
-  const th = Number(q.get('threshold') ?? '');
-  return { ids, baseline: Number.isFinite(b) && ids.includes(b) ? b : null, threshold: q.get('threshold') && validThreshold(th) ? th : null };
+  const ths = q.getAll('threshold').filter((s) => s !== '');
+  const th = ths.length === 1 && /^\s*[-+]?[\d.]+(e[-+]?\d+)?\s*$/i.test(ths[0]) ? Number(ths[0]) : NaN;
+  const ok = validThreshold(th);
+  return {
+    ids,
+    baseline: Number.isFinite(b) && ids.includes(b) ? b : null,
+    threshold: ok ? th : null,
+    badThreshold: ths.length > 0 && !ok ? ths.join(', ') : null,
+  };
 }
 
 export function compareQueryString(ids: readonly number[], baseline: number | null, threshold: number | null = null): string {
@@ -173,6 +185,7 @@ export function cellTooltip(m: CompareMetric, v: CompareValue, confidence = 0.95
   if (m.follows_load && v.verdict !== 'baseline') lines.push(t('compare.tip.followsLoad'));
   const eff = fmtEffectCI(m, v);
   if (eff) lines.push(t('compare.tip.effect', { level: fmtNum(confidence * 100), effect: eff }));
+  if (m.metric === 'tps') lines.push(t('compare.tip.tps'));
   if (m.test && m.test !== 'none') lines.push(t('compare.tip.test', { test: tx(`compare.test.${m.test}`, m.test) }));
   if (v.p_value !== undefined && v.p_value !== null) lines.push(t('compare.tip.p', { p: fmtP(v.p_value) }));
   if (v.ci) lines.push(t('compare.tip.ci', { level: fmtNum(confidence * 100), lo: fmtMetricDelta(m.unit, v.ci[0]), hi: fmtMetricDelta(m.unit, v.ci[1]) }));

@@ -95,7 +95,7 @@ describe('ComparePage', () => {
     expect(container.querySelector('[data-testid=compare-notes]')!.textContent).toContain('too few seconds');
   });
 
-  it('edits the practical threshold: sent to the server through the URL, refused outside (0, 100]', async () => {
+  it('edits the practical threshold: sent to the server through the URL, refused outside [0.1, 100]', async () => {
     const f = stub();
     const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1&threshold=10') });
     await waitFor(() => expect(container.querySelector('[data-testid=compare-threshold]')).not.toBeNull());
@@ -104,10 +104,47 @@ describe('ComparePage', () => {
     expect(input.value).toBe('5'); // what the server used (the fixture's answer)
     await fireEvent.input(input, { target: { value: '0' } });
     await fireEvent.change(input);
-    expect(container.querySelector('[data-testid=compare-threshold-error]')!.textContent).toContain('above 0');
+    expect(container.querySelector('[data-testid=compare-threshold-error]')!.textContent).toContain('from 0.1 to 100');
     await fireEvent.input(input, { target: { value: '2.5' } });
     await fireEvent.change(input);
     expect(location.hash).toBe('#/compare?ids=1,3,5&baseline=1&threshold=2.5');
+  });
+
+  it('shows an unusable threshold of the address instead of silently using the default', async () => {
+    const f = stub();
+    const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1&threshold=NaN') });
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-threshold-error]')).not.toBeNull());
+    expect(String(f.mock.calls[0][0])).not.toContain('threshold');
+    const msg = container.querySelector('[data-testid=compare-threshold-error]')!.textContent!;
+    expect(msg).toContain('"NaN"');
+    expect(msg).toContain('the default 5 % is used');
+  });
+
+  it('shows a run without a successful response: latency —, no verdict, a data note, an improvement withheld', async () => {
+    // The fixture with run 3 as the backend answers for a target that failed every request.
+    const dead = structuredClone(res);
+    for (const m of dead.metrics) {
+      const v = m.values.find((x) => x.run_id === 3)!;
+      if (['p50', 'p90', 'p95', 'p99', 'max'].includes(m.metric)) {
+        Object.assign(v, { value: null, delta: null, delta_pct: null, verdict: 'none', reason: 'no successful response: the latency is unknown, no verdict' });
+        for (const k of ['effect', 'ci_low', 'ci_high', 'ci'] as const) delete v[k];
+      }
+      if (m.metric === 'tps')
+        Object.assign(v, { verdict: 'inconclusive', decide_code: 'errors_rose', decide_hint: 'the error rate rose: fix the errors, then compare again', decide_seconds: undefined });
+    }
+    dead.warnings = [{ code: 'no_success', run_id: 3, message: '#3 had no successful response: its latency is unknown and its TPS 0' }];
+    stub(dead);
+    const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-notes]')).not.toBeNull());
+    expect(container.querySelector('[data-testid=compare-warnings]')).toBeNull(); // not a load difference
+    expect(container.querySelector('[data-testid=compare-notes] .warn-kind')!.textContent).toBe('no successful response');
+    const p50 = container.querySelector('[data-metric=p50] [data-run-id="3"]')!;
+    expect(p50.getAttribute('data-verdict')).toBe('none');
+    expect(p50.querySelector('.val')!.textContent).toBe('—');
+    expect(p50.querySelector('[data-testid=delta-pct]')!.textContent).toBe('—');
+    const tps = container.querySelector('[data-metric=tps] [data-run-id="3"]')!;
+    expect(tps.querySelector('[data-testid=decide]')!.textContent).toContain('the error rate rose');
+    expect(tps.getAttribute('title')).toContain('successful responses per second');
   });
 
   it('changes the baseline through the URL', async () => {
