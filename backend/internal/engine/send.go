@@ -100,12 +100,12 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 	defer stop()
 
 	r := &v.reqs[i]
+	r.spec.keepBody = true // this engine's own copy: the body is read (every hop's) to be shown
 	res := &SendResult{}
 	v.state.Store(inFlight)
 	v.prepare(r)
 	v.arm(timeout)
 	out := r.outgoing()
-	out.keepBody = true
 	t0 := time.Now()
 	tc, err := v.sendConnect(r.client, &res.Timing)
 	var body int64

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +152,44 @@ func TestSendOneTimeout(t *testing.T) {
 func TestSendOneBadIndex(t *testing.T) {
 	if _, err := SendOne(context.Background(), sendPlan(t, iterationsPlan("http://127.0.0.1:1/", 1, "")), 1, Options{}); err == nil {
 		t.Error("request 1 of a one-request plan: no error")
+	}
+}
+
+// Over TLS the handshake has its own time, SNI is the URL's host (http.hosts maps the address),
+// and an unverifiable certificate is a tls error; a followed redirect is reported as such.
+func TestSendOneTLSAndRedirect(t *testing.T) {
+	var sni atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sni.Store(r.TLS.ServerName)
+		if r.URL.Path == "/from" {
+			http.Redirect(w, r, "/to", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "there")
+	}))
+	srv.Config.ErrorLog, _ = testutil.ExpectErrors(t, "http: TLS handshake error")
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	js := func(insecure bool) string {
+		return fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/from"}],"load":{"vus":1,"duration":"1s"},
+			"http":{"insecure_skip_verify":%v,"follow_redirects":true,"hosts":{"secure.example.test":%q}}}`, insecure, addr)
+	}
+	res, err := SendOne(context.Background(), sendPlan(t, js(true)), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.KindNone || res.Status != 200 || string(res.Body) != "there" || !res.Redirected || sni.Load() != "secure.example.test" {
+		t.Errorf("insecure: kind %v %q status %d body %q redirected %v SNI %v", res.Kind, res.Err, res.Status, res.Body, res.Redirected, sni.Load())
+	}
+	if tm := res.Timing; tm.TLS <= 0 || tm.Connect <= 0 || tm.Total < tm.Connect+tm.TLS+tm.Wait {
+		t.Errorf("timing %+v", tm)
+	}
+	res, err = SendOne(context.Background(), sendPlan(t, js(false)), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.TLS || res.Status != 0 || res.Timing.Wait != 0 {
+		t.Errorf("verified: kind %v %q status %d timing %+v", res.Kind, res.Err, res.Status, res.Timing)
 	}
 }
