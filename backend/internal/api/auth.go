@@ -50,6 +50,8 @@ var routePolicy = auth.Policy{
 	{Route: "/api/secrets/*", Role: auth.Admin},
 	// A CLI run uploaded into the history (runimport.go): a tester's, as starting a run is.
 	{Method: http.MethodPost, Route: "/api/runs/import", Role: auth.Tester},
+	// A test request of a plan (send.go) goes to its target as a run would: a tester's.
+	{Method: http.MethodPost, Route: "/api/plans/send", Role: auth.Tester},
 }
 
 // publicRoutes answer without a session or token.

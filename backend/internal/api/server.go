@@ -68,6 +68,8 @@ type Server struct {
 	policy *netpolicy.Policy // the server's target policy (targets.go)
 	auth   *AuthConfig       // nil: no authentication, every caller is the local admin (UseAuth)
 	caps   plan.Caps
+
+	sendSlots chan struct{} // test requests being sent (send.go)
 }
 
 // Option configures a Server (New).
@@ -86,7 +88,8 @@ func New(st Store, rs Runs, h Live, ui fs.FS, log *slog.Logger, opts ...Option) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{store: st, runs: rs, hub: h, ui: ui, log: log, policy: netpolicy.Default()}
+	s := &Server{store: st, runs: rs, hub: h, ui: ui, log: log, policy: netpolicy.Default(),
+		sendSlots: make(chan struct{}, maxSends)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -149,6 +152,7 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/audit", s.wrap(s.auditLog))
 	a.GET("/plans", s.wrap(s.listPlans))
 	a.POST("/plans", s.wrap(s.createPlan))
+	a.POST("/plans/send", s.wrap(s.sendRequest)) // send.go
 	a.GET("/plans/:id", s.wrap(s.getPlan))
 	a.PUT("/plans/:id", s.wrap(s.updatePlan))
 	a.DELETE("/plans/:id", s.wrap(s.deletePlan))

@@ -25,6 +25,7 @@ const (
 	ActPlanCreate   = "plan.create"
 	ActPlanUpdate   = "plan.update"
 	ActPlanDelete   = "plan.delete"
+	ActPlanSend     = "plan.send"
 	ActSecretSet    = "secret.set"
 	ActSecretDelete = "secret.delete"
 )

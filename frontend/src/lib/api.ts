@@ -9,6 +9,7 @@ import type {
   Run,
   SamplesResponse,
   Secret,
+  SendResult,
   TrendPoint,
 } from './types';
 
@@ -233,6 +234,9 @@ export const api = {
     request<DistributionResponse>('GET', `/api/runs/${id}/distribution`, undefined, signal),
   planTrend: (planId: number | string, limit = 50, signal?: AbortSignal) =>
     request<{ items: TrendPoint[] }>('GET', `/api/plans/${planId}/trend${qs({ limit })}`, undefined, signal),
+  /** One test request of a plan as edited (request: its 0-based index); planId lets masked secret values be the stored plan's. */
+  sendRequest: (plan: PlanInput, requestIndex: number, planId?: number) =>
+    request<SendResult>('POST', '/api/plans/send', planId ? { plan, request: requestIndex, plan_id: planId } : { plan, request: requestIndex }),
   /** The secret store: names and times only; values are write-only. */
   listSecrets: (signal?: AbortSignal) => request<ListResponse<Secret>>('GET', '/api/secrets', undefined, signal),
   putSecret: (name: string, value: string) => request<Secret>('PUT', `/api/secrets/${encodeURIComponent(name)}`, { value }),

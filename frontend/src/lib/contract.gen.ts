@@ -300,6 +300,23 @@ export type TrendPoint = {
   thresholds_ok: boolean | null;
 };
 
+/** The JSON of Go's api.sendJSON. */
+export type SendResult = {
+  request: string;
+  kind: string;
+  message?: string;
+  status: number;
+  redirected: boolean;
+  headers: string[][] | null;
+  headers_truncated: boolean;
+  body: string;
+  body_encoding: string;
+  body_bytes: number;
+  body_truncated: boolean;
+  timing: SendTiming;
+  checks: SendCheck[] | null;
+};
+
 /** The JSON of Go's plan.Request. */
 export type PlanRequest = {
   name: string;
@@ -432,6 +449,21 @@ export type CheckResult = {
   check: string;
   passes: number;
   fails: number;
+};
+
+/** The JSON of Go's api.SendTiming. */
+export type SendTiming = {
+  connect_ms: number;
+  tls_ms: number;
+  wait_ms: number;
+  receive_ms: number;
+  total_ms: number;
+};
+
+/** The JSON of Go's api.SendCheck. */
+export type SendCheck = {
+  desc: string;
+  pass: boolean;
 };
 
 /** The JSON of Go's plan.Check. */

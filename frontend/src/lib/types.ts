@@ -22,6 +22,7 @@ export type {
   RunListItem,
   RunStatus,
   Sample,
+  SendResult,
   Summary,
   SweepRow,
   ThresholdResult,

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+func sendPlan(t *testing.T, js string) *plan.Compiled {
+	t.Helper()
+	c, err := plan.ParseCompiled([]byte(js))
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return c
+}
+
+// The second request of a plan, templated with {{vu}}, {{iteration}} and a data column, is sent
+// once as VU 1's first iteration: status, headers in order, body, checks and a timing split whose
+// wait covers the target's delay.
+func TestSendOneAnswersLikeARun(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		w.Header().Set("X-Echo", r.URL.RawQuery+" "+r.Header.Get("X-Who"))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		fmt.Fprint(w, `{"ok":true}`)
+	})
+	c := sendPlan(t, `{"name":"t","requests":[{"url":"`+tg.URL+`/first"},
+		{"url":"`+tg.URL+`/x?vu={{vu}}&it={{iteration}}","headers":{"X-Who":"{{user}}"},
+		 "checks":[{"type":"status","op":"eq","value":201},{"type":"json","path":"ok","op":"eq","value":false}]}],
+		"data":{"csv":"user\nann\nbob"},
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1},"http":{"timeout":"5s"}}`)
+	res, err := SendOne(context.Background(), c, 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Requests() != 1 {
+		t.Errorf("target saw %d requests, want 1", tg.Requests())
+	}
+	if res.Status != 201 || string(res.Body) != `{"ok":true}` || res.BodyBytes != 11 {
+		t.Errorf("status %d body %q (%d B)", res.Status, res.Body, res.BodyBytes)
+	}
+	echo := ""
+	for _, h := range res.Headers {
+		if h[0] == "X-Echo" {
+			echo = h[1]
+		}
+	}
+	if echo != "vu=1&it=0 ann" {
+		t.Errorf("X-Echo %q, want vu=1&it=0 ann (headers %v)", echo, res.Headers)
+	}
+	if len(res.Checks) != 2 || !res.Checks[0].Pass || res.Checks[1].Pass || res.Kind != metrics.CheckFailed {
+		t.Errorf("checks %+v kind %v", res.Checks, res.Kind)
+	}
+	tm := res.Timing
+	if tm.Connect <= 0 || tm.TLS != 0 || tm.Wait < delay || tm.Receive < 0 || tm.Total < tm.Connect+tm.Wait {
+		t.Errorf("timing %+v", tm)
+	}
+}
+
+// The target policy is the run's: a denied target is blocked_target and nothing connects.
+func TestSendOneBlockedTarget(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	pol, err := netpolicy.New(nil, []string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.BlockedTarget || res.Status != 0 || res.Err == "" || tg.Conns() != 0 {
+		t.Errorf("kind %v status %d err %q, target saw %d connections", res.Kind, res.Status, res.Err, tg.Conns())
+	}
+}
+
+func TestSendOneConnectRefused(t *testing.T) {
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan("http://"+testutil.ClosedPort(t)+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.ConnectRefused || res.Status != 0 || !strings.Contains(res.Err, "refused") {
+		t.Errorf("kind %v status %d err %q", res.Kind, res.Status, res.Err)
+	}
+}
+
+// A body longer than the preview is cut to SendBodyPreview, its whole size counted; one over
+// http.max_body is body_too_large with its status and headers still shown.
+func TestSendOneBodyBounds(t *testing.T) {
+	big := strings.Repeat("abcdefgh", 4096) // 32 KiB
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Size", "32768")
+		fmt.Fprint(w, big)
+	})
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.KindNone || len(res.Body) != SendBodyPreview || res.BodyBytes != int64(len(big)) || string(res.Body) != big[:SendBodyPreview] {
+		t.Errorf("kind %v body %d of %d B", res.Kind, len(res.Body), res.BodyBytes)
+	}
+	res, err = SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, `,"max_body":1024`)), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.BodyTooLarge || res.Status != 200 || len(res.Body) != 0 || len(res.Headers) == 0 {
+		t.Errorf("kind %v status %d body %d B headers %v", res.Kind, res.Status, len(res.Body), res.Headers)
+	}
+}
+
+// The plan's timeout cuts a request off as a timeout; so does the caller's context.
+func TestSendOneTimeout(t *testing.T) {
+	release := make(chan struct{})
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// iterationsPlan's timeout is 2s
+	if res.Kind != metrics.Timeout || res.Timing.Total < 2*time.Second {
+		t.Errorf("kind %v after %v", res.Kind, res.Timing.Total)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	res, err = SendOne(ctx, sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.Timeout || res.Timing.Total >= 2*time.Second {
+		t.Errorf("cancelled: kind %v after %v", res.Kind, res.Timing.Total)
+	}
+}
+
+func TestSendOneBadIndex(t *testing.T) {
+	if _, err := SendOne(context.Background(), sendPlan(t, iterationsPlan("http://127.0.0.1:1/", 1, "")), 1, Options{}); err == nil {
+		t.Error("request 1 of a one-request plan: no error")
+	}
+}
+
+// Over TLS the handshake has its own time, SNI is the URL's host (http.hosts maps the address),
+// and an unverifiable certificate is a tls error; a followed redirect is reported as such.
+func TestSendOneTLSAndRedirect(t *testing.T) {
+	var sni atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sni.Store(r.TLS.ServerName)
+		if r.URL.Path == "/from" {
+			http.Redirect(w, r, "/to", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "there")
+	}))
+	srv.Config.ErrorLog, _ = testutil.ExpectErrors(t, "http: TLS handshake error")
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	js := func(insecure bool) string {
+		return fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/from"}],"load":{"vus":1,"duration":"1s"},
+			"http":{"insecure_skip_verify":%v,"follow_redirects":true,"hosts":{"secure.example.test":%q}}}`, insecure, addr)
+	}
+	res, err := SendOne(context.Background(), sendPlan(t, js(true)), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.KindNone || res.Status != 200 || string(res.Body) != "there" || !res.Redirected || sni.Load() != "secure.example.test" {
+		t.Errorf("insecure: kind %v %q status %d body %q redirected %v SNI %v", res.Kind, res.Err, res.Status, res.Body, res.Redirected, sni.Load())
+	}
+	if tm := res.Timing; tm.TLS <= 0 || tm.Connect <= 0 || tm.Total < tm.Connect+tm.TLS+tm.Wait {
+		t.Errorf("timing %+v", tm)
+	}
+	res, err = SendOne(context.Background(), sendPlan(t, js(false)), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.TLS || res.Status != 0 || res.Timing.Wait != 0 {
+		t.Errorf("verified: kind %v %q status %d timing %+v", res.Kind, res.Err, res.Status, res.Timing)
+	}
+}
