@@ -123,13 +123,21 @@ func TestStopWithinGracefulStopWhateverThePlan(t *testing.T) {
 			"load":{"executor":"per-vu-iterations","vus":1000,"iterations":%d,"max_duration":"24h"%s}}`, quick.URL, plan.MaxIterations, g)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			probe := testutil.StartSchedProbe(t)
 			_, err, took := runFor(t, mustPlan(t, c.plan), 1500*time.Millisecond)
+			delay := probe.Stop()
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("returned %s after the stop", took.Round(time.Millisecond))
-			if took > grace+time.Second {
-				t.Errorf("Run returned %s after the stop; want ≤ graceful_stop (%s) + 1s", took, grace)
+			// The promise is graceful_stop + 1 s on a machine that runs the engine when it asks.
+			// The stop is a chain of wakeups — the grace timer, thousands of VUs seeing the
+			// abandon, the collector's last tick, the summary — each of which a busy machine
+			// delays: allow 10 of the worst delays the probe measured during this run (≈0 on a
+			// quiet machine, so the bound stays the promise there).
+			limit := grace + time.Second + 10*delay.Max
+			t.Logf("returned %s after the stop (limit %s; %s)", took.Round(time.Millisecond), limit.Round(time.Millisecond), delay)
+			if took > limit {
+				t.Errorf("Run returned %s after the stop; want ≤ graceful_stop (%s) + 1s + 10 × the worst scheduling delay (%s)", took, grace, delay.Max)
 			}
 		})
 	}

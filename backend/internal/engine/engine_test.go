@@ -293,16 +293,20 @@ func TestPerNameStatistics(t *testing.T) {
 }
 
 func TestSweepKnee(t *testing.T) {
-	// A target that serves at most 4 requests at a time, 10 ms each: 400/s at best. Levels 1 and 2
-	// are below capacity; 4 reaches it; 8 only adds queueing.
+	// A target that serves at most 4 requests at a time, 20 ms each: 200/s at best. Levels 1 and 2
+	// are below capacity; 8 reaches it (twice the target's slots, so a VU's turnaround between
+	// answer and next request — stretched by a busy machine's scheduling delay — never leaves a
+	// slot idle); 16 only adds queueing.
 	sem := make(chan struct{}, 4)
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		sem <- struct{}{}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		<-sem
 	})
-	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"concurrency-sweep","levels":[1,2,4,8],"step_duration":"1s"}}`, tg.URL)
+	js := fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"concurrency-sweep","levels":[1,2,8,16],"step_duration":"1s"}}`, tg.URL)
+	probe := testutil.StartSchedProbe(t)
 	sum, _ := run(t, mustPlan(t, js))
+	t.Log(probe.Stop())
 	if len(sum.Sweep) != 4 {
 		t.Fatalf("rows %+v", sum.Sweep)
 	}
@@ -312,8 +316,8 @@ func TestSweepKnee(t *testing.T) {
 			knee = r.VUs
 		}
 	}
-	if knee != 4 {
-		t.Errorf("knee at %d VUs, want 4: %+v", knee, sum.Sweep)
+	if knee != 8 {
+		t.Errorf("knee at %d VUs, want 8: %+v", knee, sum.Sweep)
 	}
 	if sum.Sweep[3].P50 < 1.5*sum.Sweep[2].P50 {
 		t.Errorf("latency should climb past the knee: %+v", sum.Sweep)
