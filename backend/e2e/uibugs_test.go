@@ -224,7 +224,7 @@ func TestBrowserDeletePlanNamesItsRuns(t *testing.T) {
 	if code := apiDo(t, "GET", srv.base+"/api/runs", nil, &runs); code != http.StatusOK || runs.Total != 0 {
 		t.Errorf("after deleting the plan: GET /api/runs status %d, total %d, want 0", code, runs.Total)
 	}
-	if code := apiDo(t, "GET", fmt.Sprintf("%s/api/plans/%d", srv.base, plan), nil, nil); code != http.StatusNotFound {
-		t.Errorf("GET the deleted plan: %d, want 404", code)
+	if resp, _ := httpGet(t, fmt.Sprintf("%s/api/plans/%d", srv.base, plan)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET the deleted plan: %d, want 404", resp.StatusCode)
 	}
 }
