@@ -1,5 +1,6 @@
 // The API client. Every failure — network, HTTP error, malformed body — becomes an ApiError with a
 // human-readable message, so pages can always show something instead of a blank screen.
+import { t } from './i18n.svelte';
 import type {
   CompareResponse,
   DistributionResponse,
@@ -117,7 +118,7 @@ export async function request<T>(method: string, path: string, body?: unknown, s
     res = await (takePrefetched(method, path, body) ?? fetch(path, init));
   } catch (err) {
     if ((err as Error)?.name === 'AbortError') throw err;
-    throw new ApiError(0, 'network', `Cannot reach the Volley server (${method} ${path}): ${errorMessage(err)}`);
+    throw new ApiError(0, 'network', t('api.unreachable', { request: `${method} ${path}`, error: errorMessage(err) }));
   }
   if (!res.ok) {
     if (res.status === 401 && path !== '/api/auth/login') onUnauthorized?.();
@@ -129,7 +130,7 @@ export async function request<T>(method: string, path: string, body?: unknown, s
   try {
     return JSON.parse(text) as T;
   } catch {
-    throw new ApiError(res.status, 'bad_response', `${method} ${path}: the server answered with something that is not JSON`);
+    throw new ApiError(res.status, 'bad_response', t('api.notJson', { request: `${method} ${path}` }));
   }
 }
 

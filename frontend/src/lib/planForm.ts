@@ -20,7 +20,7 @@ import {
   type LoadFieldName,
   type PlanThreshold,
 } from './contract.gen';
-import type { MessageKey } from './i18n.svelte';
+import { t, type MessageKey } from './i18n.svelte';
 import { en } from './locales/en';
 import type { Loose, PlanInput, PlanRequest, PlanSpec, PlanStage } from './types';
 
@@ -569,13 +569,13 @@ function jsonCheckValue(row: CheckRow): unknown {
 /** checkValueIssue: a problem with a check's value the form can see before the server does ("" = none). */
 export function checkValueIssue(row: CheckRow): string {
   if (row.type === 'json' && row.valueType === 'number' && row.op !== 'exists' && typeof typedNumber(row.value) !== 'number') {
-    return 'not a number: it would be sent as text';
+    return t('editor.check.notNumber');
   }
   if (row.type === 'json' && row.valueType === 'json' && row.op !== 'exists') {
     try {
       JSON.parse(row.value);
     } catch {
-      return 'not valid JSON: it would be sent as text';
+      return t('editor.check.notJson');
     }
   }
   return '';
@@ -740,7 +740,7 @@ export function parseCsv(text: string): { records: string[][]; problem: string }
           quoted = false;
           const next = text[i + 1];
           if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
-            return { records, problem: `line ${line}: extraneous " after a quoted field` };
+            return { records, problem: t('editor.csv.extraQuote', { line }) };
           }
         }
       } else {
@@ -761,13 +761,13 @@ export function parseCsv(text: string): { records: string[][]; problem: string }
       line++;
       recLine = line;
     } else if (ch === '"') {
-      return { records, problem: `line ${line}: a bare " in a field that is not quoted` };
+      return { records, problem: t('editor.csv.bareQuote', { line }) };
     } else {
       field += ch;
       fieldStart = false;
     }
   }
-  if (quoted) return { records, problem: `line ${recLine}: a quoted field is not closed` };
+  if (quoted) return { records, problem: t('editor.csv.unclosed', { line: recLine }) };
   if (field !== '' || rec.length > 0) endRecord();
   return { records, problem: '' };
 }
@@ -778,11 +778,11 @@ export function csvPreview(text: string): CsvPreview {
   const columns = records[0] ?? [];
   const rows = Math.max(0, records.length - 1);
   if (problem) return { columns, rows, problem };
-  if (records.length < 2) return { columns, rows, problem: 'needs a header row and at least one data row' };
+  if (records.length < 2) return { columns, rows, problem: t('editor.csv.noRows') };
   const bad = records.findIndex((r) => r.length !== columns.length);
-  if (bad > 0) return { columns, rows, problem: `row ${bad} has ${records[bad].length} fields, the header has ${columns.length}` };
+  if (bad > 0) return { columns, rows, problem: t('editor.csv.rowFields', { row: bad, n: records[bad].length, cols: columns.length }) };
   const badName = columns.find((c) => !VAR_NAME.test(c));
-  if (badName !== undefined) return { columns, rows, problem: `column "${badName}" is not a variable name (letters, digits, _)` };
+  if (badName !== undefined) return { columns, rows, problem: t('editor.csv.badColumn', { name: badName }) };
   return { columns, rows, problem: '' };
 }
 

@@ -39,19 +39,48 @@ export function parseHash(hash: string): Route {
   return { name: 'not-found', path: h };
 }
 
+/**
+ * A LeaveGuard is asked before the route changes (a link, navigate, a typed URL, Back): it returns
+ * true to hold the page (the URL is put back), e.g. to ask about unsaved changes first; it is given
+ * the hash the user was going to (to go there later with `leave`).
+ */
+export type LeaveGuard = (to: string) => boolean;
+
 class Router {
   route = $state<Route>(parseHash(typeof location === 'undefined' ? '' : location.hash));
+  guard: LeaveGuard | null = null;
+  private hash = typeof location === 'undefined' ? '' : location.hash;
 
   constructor() {
     if (typeof window !== 'undefined') {
       window.addEventListener('hashchange', () => {
-        this.route = parseHash(location.hash);
+        const to = location.hash;
+        if (this.guard && to !== this.hash && this.guard(to)) {
+          history.replaceState(history.state, '', this.hash || '#/');
+          return;
+        }
+        this.hash = to;
+        this.route = parseHash(to);
       });
     }
   }
 }
 
 export const router = new Router();
+
+/** setLeaveGuard installs guard (null removes it); it returns a function that removes it if still installed. */
+export function setLeaveGuard(guard: LeaveGuard | null): () => void {
+  router.guard = guard;
+  return () => {
+    if (router.guard === guard) router.guard = null;
+  };
+}
+
+/** leave removes the guard and goes to `to` (a hash a guard was given). */
+export function leave(to: string): void {
+  router.guard = null;
+  navigate(to);
+}
 
 /** navigate changes the hash (adding a history entry); the hashchange listener updates the route. */
 export function navigate(path: string): void {

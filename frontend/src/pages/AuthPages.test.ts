@@ -141,7 +141,7 @@ describe('TokensPage', () => {
       }
       return [404, {}];
     });
-    vi.spyOn(window, 'confirm').mockReturnValue(true);
+    const nativeConfirm = vi.spyOn(window, 'confirm').mockReturnValue(true);
     const { container } = render(TokensPage);
     await waitFor(() => expect(container.querySelectorAll('[data-testid=token-row]')).toHaveLength(1));
     expect(container.querySelector('[data-testid=token-user]')).toBeNull(); // not an admin
@@ -157,6 +157,9 @@ describe('TokensPage', () => {
 
     const old = container.querySelector('[data-token-id="1"] [data-testid=token-revoke]') as HTMLButtonElement;
     await fireEvent.click(old);
+    expect(container.querySelectorAll('[data-token-id="1"]')).toHaveLength(1); // asks first
+    await fireEvent.click(document.querySelector('[data-testid=confirm-ok]')!);
+    expect(nativeConfirm).not.toHaveBeenCalled();
     await waitFor(() => expect(container.querySelectorAll('[data-testid=token-row]')).toHaveLength(1));
     expect(calls.some((c) => c.method === 'DELETE' && c.url === '/api/tokens/1')).toBe(true);
   });
@@ -185,7 +188,7 @@ describe('UsersPage', () => {
       }
       return [404, {}];
     });
-    vi.spyOn(window, 'confirm').mockReturnValue(true);
+    const nativeConfirm = vi.spyOn(window, 'confirm').mockReturnValue(true);
     const { container } = render(UsersPage);
     await waitFor(() => expect(container.querySelectorAll('[data-testid=user-row]')).toHaveLength(1));
 
@@ -206,6 +209,9 @@ describe('UsersPage', () => {
     await waitFor(() => expect(calls.some((c) => c.method === 'PATCH' && (c.body as { role: string }).role === 'viewer')).toBe(true));
 
     await fireEvent.click(container.querySelector('[data-user=bob] [data-testid=user-delete]')!);
+    expect(container.querySelector('[data-testid=confirm-dialog]')?.textContent).toContain('Delete bob');
+    await fireEvent.click(container.querySelector('[data-testid=confirm-ok]')!);
+    expect(nativeConfirm).not.toHaveBeenCalled();
     await waitFor(() => expect(container.querySelectorAll('[data-testid=user-row]')).toHaveLength(1));
   });
 });
