@@ -93,8 +93,8 @@ func TestServeRefusesUnusableDatabases(t *testing.T) {
 }
 
 // A run against a loopback port where nothing listens has no successful response: its outcome
-// is FAILED with the dominant error kind, latency is "—" (not 0) and volley run exits 4, before
-// the threshold check that would exit 1.
+// is FAILED with the dominant error kind, latency is "—" (not 0) and volley run exits 4 — or 1,
+// as before, when a threshold failed too.
 func TestRunWithoutSuccessExitsFailed(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,8 +103,7 @@ func TestRunWithoutSuccessExitsFailed(t *testing.T) {
 	dead := l.Addr().String()
 	l.Close() // nothing listens there now
 	planPath := filepath.Join(t.TempDir(), "plan.json")
-	spec := fmt.Sprintf(`{"name":"dead","requests":[{"url":"http://%s/"}],"load":{"vus":1,"duration":"1s"},
-	  "thresholds":["p(95)<500ms"]}`, dead)
+	spec := fmt.Sprintf(`{"name":"dead","requests":[{"url":"http://%s/"}],"load":{"vus":1,"duration":"1s"}}`, dead)
 	if err := os.WriteFile(planPath, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +120,14 @@ func TestRunWithoutSuccessExitsFailed(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "volley: run failed: no successful response") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+
+	withThreshold := strings.Replace(spec, `"duration":"1s"}`, `"duration":"1s"},"thresholds":["p(95)<500ms"]`, 1)
+	if err := os.WriteFile(planPath, []byte(withThreshold), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if err := runPlan(io.Discard, &stderr, planPath, "", true); !isExit(err, exitThresholds) {
+		t.Errorf("with a failing threshold: exit %v, want %d; stderr %s", err, exitThresholds, stderr.String())
 	}
 }

@@ -29,7 +29,8 @@ func runCmd() *cobra.Command {
 		Long: `Run a plan file without the web UI (for CI and quick checks).
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
 3 the run could not start or its results could not be written or uploaded; 4 the run failed: no
-request got a successful response (e.g. nothing listens at the target); 130 stopped by Ctrl-C
+request got a successful response (e.g. nothing listens at the target) and no threshold failed;
+130 stopped by Ctrl-C
 or SIGTERM (the summary of what ran is still printed, written and uploaded).
 --out writes a run file (the summary, every second with its latency histogram, the masked plan)
 that 'volley compare' tests and that --server uploads to the platform's history (docs/api.md,
@@ -161,13 +162,14 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintf(stderr, "volley: stopped early after %.1fs of %s\n", sum.DurationS, total)
 		return exitCode(exitInterrupted)
 	}
-	if msg := sum.NoSuccessMessage(); msg != "" {
-		fmt.Fprintln(stderr, "volley: run failed:", msg)
-		return exitCode(exitFailed)
-	}
+	// A failed threshold keeps its exit status 1, also in a run that failed outright.
 	if !sum.ThresholdsOK() {
 		fmt.Fprintln(stderr, "volley: thresholds failed")
 		return exitCode(exitThresholds)
+	}
+	if msg := sum.NoSuccessMessage(); msg != "" {
+		fmt.Fprintln(stderr, "volley: run failed:", msg)
+		return exitCode(exitFailed)
 	}
 	return nil
 }
