@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,4 +90,44 @@ func TestServeRefusesUnusableDatabases(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// A run against a loopback port where nothing listens has no successful response: its outcome
+// is FAILED with the dominant error kind, latency is "—" (not 0) and volley run exits 4 — or 1,
+// as before, when a threshold failed too.
+func TestRunWithoutSuccessExitsFailed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close() // nothing listens there now
+	planPath := filepath.Join(t.TempDir(), "plan.json")
+	spec := fmt.Sprintf(`{"name":"dead","requests":[{"url":"http://%s/"}],"load":{"vus":1,"duration":"1s"}}`, dead)
+	if err := os.WriteFile(planPath, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = runPlan(&stdout, &stderr, planPath, "", true)
+	if !isExit(err, exitFailed) {
+		t.Fatalf("exit: %v, want %d; stderr %s", err, exitFailed, stderr.String())
+	}
+	out := strings.Join(strings.Fields(stdout.String()), " ") // the table's columns as single spaces
+	for _, want := range []string{"outcome FAILED error no successful response: ", " connect_refused (of ", "latency ms — (no successful response)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr.String(), "volley: run failed: no successful response") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+
+	withThreshold := strings.Replace(spec, `"duration":"1s"}`, `"duration":"1s"},"thresholds":["p(95)<500ms"]`, 1)
+	if err := os.WriteFile(planPath, []byte(withThreshold), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if err := runPlan(io.Discard, &stderr, planPath, "", true); !isExit(err, exitThresholds) {
+		t.Errorf("with a failing threshold: exit %v, want %d; stderr %s", err, exitThresholds, stderr.String())
+	}
 }

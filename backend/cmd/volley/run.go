@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -27,7 +28,9 @@ func runCmd() *cobra.Command {
 		Short: "Run a plan headless: live progress, end-of-run table, exit 1 if a threshold fails",
 		Long: `Run a plan file without the web UI (for CI and quick checks).
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
-3 the run could not start or its results could not be written or uploaded; 130 stopped by Ctrl-C
+3 the run could not start or its results could not be written or uploaded; 4 the run failed: no
+request got a successful response (e.g. nothing listens at the target) and no threshold failed;
+130 stopped by Ctrl-C
 or SIGTERM (the summary of what ran is still printed, written and uploaded).
 --out writes a run file (the summary, every second with its latency histogram, the masked plan)
 that 'volley compare' tests and that --server uploads to the platform's history (docs/api.md,
@@ -55,6 +58,7 @@ const (
 	exitThresholds  = 1
 	exitInvalidPlan = 2
 	exitCannotRun   = 3
+	exitFailed      = 4 // outcome failed: no successful response
 	exitInterrupted = 130
 )
 
@@ -158,9 +162,14 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintf(stderr, "volley: stopped early after %.1fs of %s\n", sum.DurationS, total)
 		return exitCode(exitInterrupted)
 	}
+	// A failed threshold keeps its exit status 1, also in a run that failed outright.
 	if !sum.ThresholdsOK() {
 		fmt.Fprintln(stderr, "volley: thresholds failed")
 		return exitCode(exitThresholds)
+	}
+	if msg := sum.NoSuccessMessage(); msg != "" {
+		fmt.Fprintln(stderr, "volley: run failed:", msg)
+		return exitCode(exitFailed)
 	}
 	return nil
 }
@@ -188,8 +197,33 @@ func progressLine(s metrics.Sample, cum int64, total time.Duration) string {
 	if total > 0 {
 		el += "/" + total.String()
 	}
-	return fmt.Sprintf("%s  reqs %d  rps %.0f  p50 %.2fms  p95 %.2fms  p99 %.2fms  errors %d  vus %d  cpu %.0f%%  rss %s",
-		el, cum, s.RPS, s.Latency.P50, s.Latency.P95, s.Latency.P99, s.Errors, s.ActiveVUs, s.Client.CPUPercent, mib(s.Client.RSSBytes))
+	lat := "p50 —  p95 —  p99 —" // no successful response in this second
+	if s.Successes > 0 {
+		lat = fmt.Sprintf("p50 %.2fms  p95 %.2fms  p99 %.2fms", s.Latency.P50, s.Latency.P95, s.Latency.P99)
+	}
+	return fmt.Sprintf("%s  reqs %d  rps %.0f  %s  errors %d  vus %d  cpu %.0f%%  rss %s",
+		el, cum, s.RPS, lat, s.Errors, s.ActiveVUs, s.Client.CPUPercent, mib(s.Client.RSSBytes))
+}
+
+// outcomeStyle is each outcome's words and ANSI colour.
+var outcomeStyle = map[string][2]string{
+	metrics.OutcomePassed:             {"PASSED", "32"},               // green
+	metrics.OutcomeFinishedWithErrors: {"FINISHED WITH ERRORS", "33"}, // yellow
+	metrics.OutcomeFailed:             {"FAILED", "31"},               // red
+}
+
+// outcomeWords is a run's outcome (metrics.OutcomeOf) in words, coloured (green, yellow, red)
+// when w is a terminal and NO_COLOR is not set (https://no-color.org).
+func outcomeWords(w io.Writer, outcome string) string {
+	o, ok := outcomeStyle[outcome]
+	if !ok {
+		return outcome
+	}
+	words, colour := o[0], o[1]
+	if f, ok := w.(*os.File); ok && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd())) {
+		return "\033[1;" + colour + "m" + words + "\033[0m"
+	}
+	return words
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
@@ -197,6 +231,10 @@ func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
 func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\n", p.Name)
+	fmt.Fprintf(tw, "outcome\t%s\n", outcomeWords(w, s.Outcome("finished")))
+	if msg := s.NoSuccessMessage(); msg != "" {
+		fmt.Fprintf(tw, "error\t%s\n", msg)
+	}
 	fmt.Fprintf(tw, "requests\t%d\t(%d ok, %d errors, %d interrupted)\n", s.Requests, s.Successes, s.Errors, s.Interrupted)
 	fmt.Fprintf(tw, "duration\t%.2fs\n", s.DurationS)
 	fmt.Fprintf(tw, "throughput\t%.1f req/s\t(send rate %.1f/s)\n", s.RPS, s.SendRate)
@@ -204,9 +242,10 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		fmt.Fprintf(tw, "dropped\t%d iterations\t(no free VU within 10 ms of their due time: raise max_vus)\n", s.DroppedIterations)
 	}
 	l := s.Latency
-	if l == (metrics.Latency{}) {
-		// failed requests without a response (timeouts, refused, resets) have no latency
-		fmt.Fprintf(tw, "latency ms\t– (no response received)\n")
+	if l == (metrics.Latency{}) || s.Successes == 0 {
+		// failed requests without a response (timeouts, refused, resets) have no latency, and
+		// the latency of error responses alone would describe no working target
+		fmt.Fprintf(tw, "latency ms\t— (no successful response)\n")
 	} else {
 		fmt.Fprintf(tw, "latency ms\tmin %.3f\tmean %.3f\tp50 %.3f\tp90 %.3f\tp95 %.3f\tp99 %.3f\tmax %.3f\n", l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
 	}

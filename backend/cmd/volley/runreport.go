@@ -92,7 +92,7 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 		return err
 	}
 	defer f.Close()
-	meta := report.Meta{PlanName: p.Name, Status: "finished"}
+	meta := report.Meta{PlanName: p.Name, Status: "finished", Error: sum.NoSuccessMessage()}
 	if interrupted {
 		meta.Status = "stopped"
 	}

@@ -73,8 +73,9 @@ func TestRunAppliesTheTargetPolicy(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "sum.json")
 	p := writePlan(t, `{"name":"r","requests":[{"url":"`+redir.URL+`/"}],"load":{"executor":"per-vu-iterations","vus":1,"iterations":3},
 		"http":{"follow_redirects":true,"timeout":"2s"}}`)
-	if stderr, err := volleyRun(t, "-q", "--out", out, p); err != nil {
-		t.Fatalf("redirect run: %v\n%s", err, stderr)
+	// every request is refused: the run's outcome is failed (exit 4), its run file written
+	if stderr, err := volleyRun(t, "-q", "--out", out, p); !isExit(err, exitFailed) {
+		t.Fatalf("redirect run: %v, want exit %d\n%s", err, exitFailed, stderr)
 	}
 	var sum struct {
 		Requests   int64            `json:"requests"`

@@ -196,6 +196,9 @@ func writeVocabulary(b *strings.Builder) {
 	}
 	b.WriteString("};\n")
 	fmt.Fprintf(b, "\n/** A run's status. */\nexport const RUN_STATUSES = %s as const;\nexport type RunStatus = (typeof RUN_STATUSES)[number];\n", list(api.RunStatuses()))
+	fmt.Fprintf(b, "/** An ended run's outcome (docs/api.md, \"Run outcomes\"); \"\" while it runs. */\nexport const RUN_OUTCOMES = %s as const;\nexport type RunOutcome = (typeof RUN_OUTCOMES)[number];\n",
+		list([]string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed}))
+	fmt.Fprintf(b, "/** The highest error rate (0…1) of a passed run. */\nexport const MAX_PASSED_ERROR_RATE = %v;\n", metrics.MaxPassedErrorRate)
 }
 
 func writeDefaults(b *strings.Builder) {

@@ -30,6 +30,7 @@ type nameRow struct {
 	Errors    int64
 	ErrorRate string
 	L         metrics.Latency
+	None      bool // no successful response: its latencies are unknown ("—")
 }
 
 type thresholdRow struct {
@@ -52,6 +53,19 @@ type page struct {
 	ByName      []nameRow
 	Warnings    []string
 	Charts      []chart
+	// Outcome is the run's outcome (metrics.OutcomeOf) and OutcomeText it in words; "" when
+	// unknown (no summary, and a status that does not say).
+	Outcome     string
+	OutcomeText string
+	// NoLatency: no successful response, so the run's latencies are unknown ("—", never 0).
+	NoLatency bool
+}
+
+// outcomeText is each outcome in the report's words.
+var outcomeText = map[string]string{
+	metrics.OutcomePassed:             "passed",
+	metrics.OutcomeFinishedWithErrors: "finished with errors",
+	metrics.OutcomeFailed:             "failed",
 }
 
 var funcs = template.FuncMap{
@@ -93,6 +107,15 @@ func buildPage(r Report) page {
 		p.Ended = t.UTC().Format(time.RFC3339)
 	}
 	if s := r.Summary; s != nil {
+		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), s.Successes == 0
+	} else if r.Meta.Status != "" {
+		// without a summary only a failed or interrupted run has a known outcome
+		if o := metrics.OutcomeOf(r.Meta.Status, 1, 0, nil); o == metrics.OutcomeFailed {
+			p.Outcome = o
+		}
+	}
+	p.OutcomeText = outcomeText[p.Outcome]
+	if s := r.Summary; s != nil {
 		p.Latency = []latRow{{"all responses", s.Latency}, {"successes", s.LatencySuccess}, {"service time", s.ServiceTime}}
 		for _, t := range s.Thresholds {
 			row := thresholdRow{Expr: t.Expr, OK: t.OK, Value: "no data"}
@@ -105,7 +128,7 @@ func buildPage(r Report) page {
 		p.StatusCodes = counts(s.StatusCodes, 0)
 		for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
 			n := s.ByName[name]
-			row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, ErrorRate: "–"}
+			row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, ErrorRate: "–", None: n.Errors >= n.Requests}
 			if n.Requests > 0 {
 				row.ErrorRate = strconv.FormatFloat(float64(n.Errors)/float64(n.Requests)*100, 'f', 2, 64) + " %"
 			}
@@ -182,6 +205,8 @@ h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #e5e7eb; padd
 .notes { white-space: pre-wrap; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
 .warn { background: #fef3c7; border: 1px solid #f59e0b; border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
 .err { color: #b91c1c; }
+.outcome b { padding: 1px 8px; border-radius: 999px; }
+.outcome.passed b { background: #dcfce7; color: #15803d; } .outcome.finished_with_errors b { background: #fef3c7; color: #b45309; } .outcome.failed b { background: #fee2e2; color: #b91c1c; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }
 .figure { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
 .figure b { display: block; font-size: 18px; }
@@ -211,6 +236,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 <p class="meta">{{with .Meta.Status}}Status: <b>{{.}}</b>. {{end}}{{with .Started}}Started {{.}}{{end}}{{with .Ended}}, ended {{.}}{{end}}{{with .S}}{{with .Executor}} · executor {{.}}{{end}}{{end}}</p>
 {{with .Meta.Tags}}<p>{{range .}}<span class="tag">{{.}}</span>{{end}}</p>{{end}}
 {{with .Meta.Notes}}<div class="notes">{{.}}</div>{{end}}
+{{with .Outcome}}<p class="outcome {{.}}">Outcome: <b>{{$.OutcomeText}}</b></p>{{end}}
 {{with .Meta.Error}}<p class="err">Error: {{.}}</p>{{end}}
 {{range .Warnings}}<div class="warn">{{.}}</div>
 {{end}}
@@ -220,7 +246,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 <div class="figure"><b>{{.Requests}}</b><span>requests ({{.Successes}} ok, {{.Errors}} errors, {{.Interrupted}} interrupted)</span></div>
 <div class="figure"><b>{{f1 .RPS}} req/s</b><span>throughput (send rate {{f1 .SendRate}}/s)</span></div>
 <div class="figure"><b>{{pct .ErrorRate}}</b><span>error rate</span></div>
-<div class="figure"><b>{{ms .Latency.P95}} ms</b><span>p95 latency</span></div>
+<div class="figure"><b>{{if $.NoLatency}}—{{else}}{{ms .Latency.P95}} ms{{end}}</b><span>p95 latency</span></div>
 <div class="figure"><b>{{f1 .DurationS}} s</b><span>duration ({{.Seconds}} seconds sampled)</span></div>
 <div class="figure"><b>{{.DroppedIterations}}</b><span>dropped iterations</span></div>
 <div class="figure"><b>{{mib .BytesIn}} / {{mib .BytesOut}}</b><span>data in / out</span></div>
@@ -236,12 +262,13 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 {{end}}
 {{with .S}}
 <h2>Latency (ms)</h2>
+{{if $.NoLatency}}<p class="err">— no successful response: latencies are unknown</p>{{else}}
 <table>
 <thead><tr><th></th><th>min</th><th>mean</th><th>p50</th><th>p75</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead>
 <tbody>
 {{range $.Latency}}<tr><td>{{.Name}}</td><td>{{ms .L.Min}}</td><td>{{ms .L.Mean}}</td><td>{{ms .L.P50}}</td><td>{{ms .L.P75}}</td><td>{{ms .L.P90}}</td><td>{{ms .L.P95}}</td><td>{{ms .L.P99}}</td><td>{{ms .L.P99_9}}</td><td>{{ms .L.Max}}</td></tr>
 {{end}}</tbody>
-</table>
+</table>{{end}}
 {{end}}
 {{with .Thresholds}}
 <h2>Thresholds</h2>
@@ -257,7 +284,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 <table>
 <thead><tr><th>request</th><th>requests</th><th>errors</th><th>error rate</th><th>p50 ms</th><th>p90 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr></thead>
 <tbody>
-{{range .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ErrorRate}}</td><td>{{ms .L.P50}}</td><td>{{ms .L.P90}}</td><td>{{ms .L.P95}}</td><td>{{ms .L.P99}}</td><td>{{ms .L.Max}}</td></tr>
+{{range .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ErrorRate}}</td>{{if .None}}<td>—</td><td>—</td><td>—</td><td>—</td><td>—</td>{{else}}<td>{{ms .L.P50}}</td><td>{{ms .L.P90}}</td><td>{{ms .L.P95}}</td><td>{{ms .L.P99}}</td><td>{{ms .L.Max}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 {{end}}

@@ -80,7 +80,8 @@ func WriteJSON(w io.Writer, r Report) error {
 }
 
 // CSVHeader is the CSV export's header. t is the end of the second in unix milliseconds; the
-// latency columns are milliseconds; cpu_percent is of one core.
+// latency columns are milliseconds, empty in a second without a successful response (unknown,
+// not 0); cpu_percent is of one core.
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
 	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
 
@@ -93,8 +94,12 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, s := range samples {
 		l := s.Latency
+		lat := []string{f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.Max)}
+		if s.Errors >= s.Requests { // errors = requests − successes
+			lat = []string{"", "", "", "", ""} // no successful response this second: unknown, not 0
+		}
 		row := []string{strconv.Itoa(s.ElapsedS), strconv.FormatInt(s.T, 10), strconv.FormatInt(s.Requests, 10),
-			f(s.RPS), strconv.FormatInt(s.Errors, 10), f(l.P50), f(l.P90), f(l.P95), f(l.P99), f(l.Max),
+			f(s.RPS), strconv.FormatInt(s.Errors, 10), lat[0], lat[1], lat[2], lat[3], lat[4],
 			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
 			strconv.FormatBool(s.GeneratorBound)}
 		if err := cw.Write(row); err != nil {

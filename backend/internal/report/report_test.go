@@ -307,3 +307,58 @@ func TestNiceAxes(t *testing.T) {
 		}
 	}
 }
+
+// A run without a successful response says it failed, in red, with its error; its latencies are
+// "—" in the HTML and empty in the CSV, never 0.
+func TestExportsOfARunWithoutSuccess(t *testing.T) {
+	r := fixture(2)
+	s := *r.Summary
+	s.Successes, s.Errors, s.ErrorRate, s.Thresholds = 0, s.Requests, 1, nil
+	s.Latency, s.StatusCodes, s.ErrorKinds = metrics.Latency{}, nil, map[string]int64{"connect_refused": s.Requests}
+	s.ByName = map[string]metrics.NameStats{"home": {Requests: s.Requests, Errors: s.Requests}}
+	r.Summary, r.Meta.Error = &s, s.NoSuccessMessage()
+	for i := range r.Samples {
+		r.Samples[i].Errors = r.Samples[i].Requests
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	checkHTML5(t, buf.Bytes())
+	doc := buf.String()
+	for _, want := range []string{`<p class="outcome failed">Outcome: <b>failed</b></p>`,
+		"Error: no successful response: 12000 connect_refused (of 12000 requests)",
+		"<b>—</b><span>p95 latency</span>", "— no successful response: latencies are unknown",
+		"<td>home</td><td>12000</td><td>12000</td><td>100.00 %</td><td>—</td>"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if strings.Contains(doc, "0.000 ms") {
+		t.Error("HTML shows a 0 ms latency")
+	}
+	buf.Reset()
+	if err := WriteCSV(&buf, r.Samples); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rows[1][5:10], ","); got != ",,,," {
+		t.Errorf("CSV latencies of a second without success: %q, want empty", got)
+	}
+
+	// A passed run says so; one above the error level, with errors.
+	for rate, want := range map[float64]string{0.01: "passed", 0.2: "finished with errors"} {
+		r := fixture(2)
+		r.Summary.ErrorRate, r.Summary.Thresholds = rate, nil
+		buf.Reset()
+		if err := WriteHTML(&buf, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "Outcome: <b>"+want+"</b>") {
+			t.Errorf("error rate %g: HTML lacks outcome %q", rate, want)
+		}
+	}
+}

@@ -27,16 +27,20 @@ type Run struct {
 	Error     string     `json:"error"`
 	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
 	// not ended.
-	ThresholdsOK *bool   `json:"thresholds_ok"`
-	Notes        string  `json:"notes"`
-	Tags         TagList `json:"tags"`
+	ThresholdsOK *bool `json:"thresholds_ok"`
+	// Outcome is how an ended run went (metrics.OutcomeOf): "passed", "finished_with_errors" or
+	// "failed"; "" while it runs.
+	Outcome string  `json:"outcome"`
+	Notes   string  `json:"notes"`
+	Tags    TagList `json:"tags"`
 }
 
 // RunOf is the stored run r as Run.
 func RunOf(r *store.Run) Run {
 	return Run{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
 		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
-		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags}
+		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags,
+		Outcome: metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)}
 }
 
 // TagList is a run's tags; it is written as [] (never null) when there are none.
@@ -86,17 +90,27 @@ func (k *HubSink) Failing(runID int64, err error) {
 
 // Finish implements runner.Sink: the summary message ends the topic.
 func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error) {
-	r := Run{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC())}
-	if runErr != nil {
-		r.Error = runErr.Error()
-	}
+	r := Run{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC()), Error: endMessage(sum, runErr)}
 	var data []byte
 	if sum != nil {
 		data, _ = json.Marshal(sum)
 		r.DurationS, r.Requests, r.RPS, r.P95Ms, r.ErrorRate = sum.DurationS, sum.Requests, sum.RPS, sum.Latency.P95, sum.ErrorRate
 		r.ThresholdsOK = thresholdsOK(sum)
 	}
+	r.Outcome = metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)
 	k.Hub.Close(runID, summaryMessage(data, r))
+}
+
+// endMessage is the error stored with an ended run: runErr's text, or for a run that ended
+// without a successful response, why (metrics.Summary.NoSuccessMessage); "" otherwise.
+func endMessage(sum *metrics.Summary, runErr error) string {
+	switch {
+	case runErr != nil:
+		return runErr.Error()
+	case sum != nil:
+		return sum.NoSuccessMessage()
+	}
+	return ""
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -226,10 +226,7 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate,
 			ThresholdsOK: thresholdsOK(sum)}
 	}
-	msg := ""
-	if runErr != nil {
-		msg = runErr.Error()
-	}
+	msg := endMessage(sum, runErr)
 	if k.failErr != nil {
 		status = store.StatusFailed
 		if runErr == nil || !errors.Is(runErr, k.failErr) {

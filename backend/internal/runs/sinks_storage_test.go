@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -67,6 +68,7 @@ type sinkRig struct {
 	now   time.Time
 	fails []error
 	logs  *bytes.Buffer
+	sum   *metrics.Summary // the summary finish gives; nil: 100 requests, all successful
 }
 
 func newSinkRig(w *flakyWriter) *sinkRig {
@@ -88,7 +90,7 @@ func (r *sinkRig) second(i int) {
 }
 
 func (r *sinkRig) finish(status string, runErr error) {
-	sum := &metrics.Summary{Requests: 100, DurationS: 10}
+	sum := cmp.Or(r.sum, &metrics.Summary{Requests: 100, Successes: 100, DurationS: 10})
 	r.sink.Finish(1, status, r.now, r.now, sum, runErr)
 }
 
@@ -98,6 +100,21 @@ func seq(from, to int) []int {
 		s = append(s, i)
 	}
 	return s
+}
+
+// A run that ended without a successful response is stored with why: its most frequent error
+// kind; its status stays finished (its outcome, from the stored figures, is failed).
+func TestStoreSinkStoresWhyNoRequestSucceeded(t *testing.T) {
+	w := &flakyWriter{failSecond: func(int) bool { return false }}
+	r := newSinkRig(w)
+	r.sum = &metrics.Summary{Requests: 100, Errors: 100, ErrorRate: 1, DurationS: 10,
+		ErrorKinds: map[string]int64{"connect_refused": 90, "reset": 10}}
+	r.second(1)
+	r.finish(runner.StatusFinished, nil)
+	want := "no successful response: 90 connect_refused (of 100 requests)"
+	if len(w.finishes) != 1 || w.finishes[0].status != "finished" || w.finishes[0].msg != want {
+		t.Errorf("finish calls %+v, want status finished, msg %q", w.finishes, want)
+	}
 }
 
 // Writes failing for less than BufferFor: the seconds wait in memory and are all stored, in

@@ -142,6 +142,11 @@ export const EXTRACT_ARG: Readonly<Record<string, 'path' | 'name' | 'pattern'>> 
 /** A run's status. */
 export const RUN_STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
+/** An ended run's outcome (docs/api.md, "Run outcomes"); "" while it runs. */
+export const RUN_OUTCOMES = ['passed', 'finished_with_errors', 'failed'] as const;
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+/** The highest error rate (0…1) of a passed run. */
+export const MAX_PASSED_ERROR_RATE = 0.05;
 
 // ---- Defaults and bounds (plan/plan.go, plan/bounds.go) ----
 
@@ -269,6 +274,7 @@ export type RunListItem = {
   error_rate: number;
   error: string;
   thresholds_ok: boolean | null;
+  outcome: string;
   notes: string;
   tags: string[];
 };

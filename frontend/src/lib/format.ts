@@ -224,6 +224,15 @@ export function thresholdPassed(t: { ok: boolean; value: number | null | undefin
 }
 
 /**
+ * noSuccess tells whether a run (its list figures) had no successful response — no request, or
+ * every request failed (error_rate 1: errors = requests − successes) — so that its latency
+ * figures are unknown ("—"), not 0.
+ */
+export function noSuccess(r: { requests: number; error_rate: number }): boolean {
+  return !(r.requests > 0) || r.error_rate >= 1;
+}
+
+/**
  * hasLatencyData tells whether a latency block describes any response. When every request failed
  * before a response (e.g. all connect_refused) the server reports zeros (max 0) and no status codes.
  */

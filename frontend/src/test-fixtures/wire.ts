@@ -101,6 +101,7 @@ export function run(over: Partial<Run> = {}): Run {
     error_rate: 0,
     error: '',
     thresholds_ok: null,
+    outcome: '',
     notes: '',
     tags: [],
     ...over,

@@ -49,6 +49,12 @@ export const en = {
   'status.stopped': 'stopped',
   'status.failed': 'failed',
   'status.interrupted': 'interrupted',
+  'outcome.passed': '✓ passed',
+  'outcome.finished_with_errors': '⚠ with errors',
+  'outcome.failed': '✗ failed',
+  'outcome.passed.title': 'Passed: at most {pct} errors and no failed threshold',
+  'outcome.finished_with_errors.title': 'Finished with errors: more than {pct} of requests failed, or a threshold failed',
+  'outcome.failed.title': 'Failed: no successful response, or the run itself failed',
 
   'badge.pass': '✓ pass',
   'badge.fail': '✗ fail',

@@ -49,6 +49,12 @@ export const zhCN: Record<keyof typeof en, string> = {
   'status.stopped': '已停止',
   'status.failed': '失败',
   'status.interrupted': '已中断',
+  'outcome.passed': '✓ 通过',
+  'outcome.finished_with_errors': '⚠ 有错误',
+  'outcome.failed': '✗ 失败',
+  'outcome.passed.title': '通过：错误率不超过 {pct}，且没有失败的阈值',
+  'outcome.finished_with_errors.title': '完成但有错误：超过 {pct} 的请求失败，或有阈值失败',
+  'outcome.failed.title': '失败：没有任何成功的响应，或运行本身失败',
 
   'badge.pass': '✓ 通过',
   'badge.fail': '✗ 未通过',
