@@ -91,13 +91,16 @@ func TestREADMECIExample(t *testing.T) {
 	t.Setenv("VOLLEY_TOKEN", token)
 	vars := map[string]string{"VOLLEY_URL": serverURL}
 
-	// the target: about 1 ms, plus the injected delay
+	// the target: a 20 ms service time, plus the injected delay. A service time of real size
+	// matters for the control: beside a ~1 ms answer, a busy machine's scheduling noise alone
+	// moves the tail by over 10 % between two identical runs — a real difference in what was
+	// measured, which the 5 % practical threshold then calls a regression.
 	var delay atomic.Int64
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(time.Millisecond + time.Duration(delay.Load()))
+		time.Sleep(20*time.Millisecond + time.Duration(delay.Load()))
 		_, _ = w.Write([]byte("ok"))
 	})
-	// 12 s: compare leaves out each run's first and last second and needs 10 usable ones.
+	// 12 s: compare leaves out each run's first and last second; 10 usable seconds a run.
 	plan := fmt.Sprintf(`{"name":"ci gate","requests":[{"name":"home","url":%q}],
 		"load":{"executor":"constant-vus","vus":2,"duration":"12s"},"think_time":"10ms"}`, tg.URL)
 	if err := os.WriteFile(filepath.Join(dir, "plan.json"), []byte(plan), 0o600); err != nil {
