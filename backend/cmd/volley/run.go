@@ -249,6 +249,7 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	} else {
 		fmt.Fprintf(tw, "latency ms\tmin %.3f\tmean %.3f\tp50 %.3f\tp90 %.3f\tp95 %.3f\tp99 %.3f\tmax %.3f\n", l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.Max)
 	}
+	printByName(tw, s)
 	fmt.Fprintf(tw, "status codes\t%s\n", kv(s.StatusCodes))
 	if len(s.ErrorKinds) > 0 {
 		fmt.Fprintf(tw, "errors by kind\t%s\n", kv(s.ErrorKinds))

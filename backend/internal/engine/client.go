@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -39,6 +40,8 @@ type httpConn struct {
 	cc   *countingConn // under conn (conn itself, or under TLS)
 	br   bufio.Reader  // its buffer is made on the first connect
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
+
+	wroteAt, first time.Duration // the request's write ended; its answer's first byte came (timing.go)
 }
 
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and
@@ -64,6 +67,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 		}
 	}
 	if err == nil {
+		h.wrote()
 		if err = resp.ReadLimitBody(&h.br, 0); err != nil {
 			if err == io.EOF {
 				// fasthttp reports any error on a response's first byte as io.EOF; the connection
@@ -74,6 +78,8 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 				}
 			}
 			err = h.responseError(err, true)
+		} else {
+			h.answered()
 		}
 	}
 	var n int64
@@ -220,17 +226,35 @@ func looksLikeHTTP(br *bufio.Reader) bool {
 	return string(b) == proto[:len(b)]
 }
 
+// connect dials the connection and, for TLS, makes the handshake, adding both times to the VU's
+// request (timing.go). The handshake runs here rather than on the first write so that it has a
+// time of its own; it stays within the request's deadline, which the VU's timer enforces on the
+// connection's reads and writes (deadline.go) as it did when the first write ran it.
 func (h *httpConn) connect() error {
-	c, err := h.vu.dial(h.addr)
+	v := h.vu
+	t0 := v.e.now()
+	c, err := v.dial(h.addr)
+	t1 := v.e.now()
+	v.tm.connect += t1 - t0
 	if err != nil {
 		return err
 	}
+	v.tm.fresh = true
 	h.cc, _ = c.(*countingConn)
 	if h.tls != nil {
-		c = tls.Client(c, h.tls) // the handshake runs on the first write, within the request's timeout
+		tc := tls.Client(c, h.tls)
+		err := tc.Handshake()
+		v.tm.tls += v.e.now() - t1
+		v.tm.handshook = true
+		if err != nil {
+			_ = tc.Close()
+			return err
+		}
+		c = tc
 	}
 	h.conn = c
-	h.br.Reset(c)
+	// reads go through h.Read, which notes the first byte of each answer
+	h.br.Reset(h)
 	if h.bw != nil { // made on the first request that is not pre-serialized
 		h.bw.Reset(c)
 	}

@@ -41,6 +41,8 @@ type collector struct {
 	hist, lagHist *hdr.Histogram
 	enc           metrics.HistEncoder
 	soFar         *hdr.Histogram // the run so far, for Sample.P95SoFarMs
+
+	names *nameStats // per-name figures (byname.go), made on the first sample
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -160,25 +162,11 @@ func (c *collector) tick(now time.Time, final bool) {
 	if c.sweep != nil {
 		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
 	}
-	if ns := c.e.names; ns != nil {
-		if c.nameCur == nil {
-			c.nameCur, c.namePrev = make([]metrics.NameCount, len(ns.Names)), make([]metrics.NameCount, len(ns.Names))
-		}
-		ns.Read(c.nameCur)
-		s.ByName = make(map[string]metrics.NameSample, len(ns.Names))
-		for j, name := range ns.Names {
-			cur, prev := c.nameCur[j], c.namePrev[j]
-			s.ByName[name] = metrics.NameSample{
-				Requests: cur.Successes + cur.Errors - prev.Successes - prev.Errors,
-				Errors:   cur.Errors - prev.Errors,
-			}
-		}
-		c.nameCur, c.namePrev = c.namePrev, c.nameCur
-	}
 	s.Hist = c.enc.Encode(d.Lat)
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
+	c.sampleByName(&s, d, span)
 	c.seconds++
 	c.cpuSum += ps.CPUPercent
 	c.cpuMax = math.Max(c.cpuMax, ps.CPUPercent)
@@ -238,17 +226,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	if c.seconds > 0 {
 		s.Client.CPUPercentAvg = round(c.cpuSum/float64(c.seconds), 1)
 	}
-	if ns := c.e.names; ns != nil {
-		counts := make([]metrics.NameCount, len(ns.Names))
-		ns.Read(counts)
-		for j, name := range ns.Names {
-			s.ByName[name] = metrics.NameStats{Requests: counts[j].Successes + counts[j].Errors,
-				Errors: counts[j].Errors, Latency: ns.Latency(j)}
-		}
-	} else {
-		// One request name: the run's figures are that name's figures.
-		s.ByName[c.e.reqs[0].r.Name] = metrics.NameStats{Requests: s.Requests, Errors: s.Errors, Latency: s.Latency}
-	}
+	c.summaryByName(s)
 	s.Hist = c.enc.Encode(t.Lat)
 	if c.levels != nil {
 		s.Sweep = c.sweepRows()

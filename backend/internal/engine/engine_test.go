@@ -14,7 +14,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-func mustPlan(t *testing.T, js string) *plan.Plan {
+func mustPlan(t testing.TB, js string) *plan.Plan {
 	t.Helper()
 	p, err := plan.Parse([]byte(js))
 	if err != nil {

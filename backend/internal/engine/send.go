@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -105,16 +103,14 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 	v.state.Store(inFlight)
 	v.prepare(r)
 	v.arm(timeout)
-	out := r.outgoing()
 	t0 := time.Now()
-	tc, err := v.sendConnect(r.client, &res.Timing)
-	var body int64
-	if err == nil {
-		body, err = v.exchange(r.client, out)
-		if !tc.first.IsZero() {
-			res.Timing.Wait = tc.first.Sub(tc.wrote)
-			res.Timing.Receive = time.Since(tc.first)
-		}
+	body, err := v.exchange(r.client, r.outgoing())
+	// The phases of the first exchange, as a run measures them (timing.go).
+	tm := &v.tm
+	res.Timing.Connect, res.Timing.TLS = tm.connect, tm.tls
+	if tm.first > 0 {
+		res.Timing.Wait = tm.wait
+		res.Timing.Receive = e.now() - tm.first
 	}
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
@@ -166,50 +162,4 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 		}
 	}
 	return res, nil
-}
-
-// sendConnect makes the first connection of a test request's client itself, timing the connect
-// and the TLS handshake, and puts a timingConn over it so that the exchange's wait and receive
-// can be told apart. It takes the VU's own connect path (httpConn.connect: vu.dial, the target
-// policy, the connect timeout).
-func (v *vu) sendConnect(h *httpConn, t *SendTiming) (*timingConn, error) {
-	start := time.Now()
-	if err := h.connect(); err != nil {
-		t.Connect = time.Since(start)
-		return nil, err
-	}
-	t.Connect = time.Since(start)
-	if tc, ok := h.conn.(*tls.Conn); ok {
-		start = time.Now()
-		if err := tc.Handshake(); err != nil {
-			t.TLS = time.Since(start)
-			h.close()
-			return nil, err
-		}
-		t.TLS = time.Since(start)
-	}
-	w := &timingConn{Conn: h.conn}
-	h.conn = w
-	h.br.Reset(w)
-	return w, nil
-}
-
-// timingConn notes when the last write ended and when the first byte was read.
-type timingConn struct {
-	net.Conn
-	wrote, first time.Time
-}
-
-func (c *timingConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.wrote = time.Now()
-	return n, err
-}
-
-func (c *timingConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 && c.first.IsZero() {
-		c.first = time.Now()
-	}
-	return n, err
 }

@@ -28,6 +28,8 @@ type vuReq struct {
 	client *httpConn
 	name   *metrics.NameBlock // nil when the plan has one request name
 	buf    []byte             // render buffer for templated parts
+
+	phases *metrics.PhaseHists // where the request's phases go: its name's, or the shard's (one name)
 }
 
 // vu is one virtual user: a goroutine running iterations with its own clients and buffers.
@@ -64,6 +66,8 @@ type vu struct {
 	row         [][]byte // the data row of the current iteration
 	vars        [][]byte // extracted variables, by slot
 	checkCounts []checkCount
+
+	tm reqTiming // phases of the request in flight (timing.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -83,8 +87,10 @@ func newVU(e *Engine, id int) *vu {
 		if s.wire == nil {
 			vr.req = s.request(e.p.HTTP.KeepAliveOn())
 		}
+		vr.phases = v.shard.Phases()
 		if e.names != nil {
 			vr.name = e.names.Block(id, s.name)
+			vr.phases = vr.name.Phases()
 		}
 		v.reqs = append(v.reqs, vr)
 	}
@@ -339,6 +345,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	}
 	v.prepare(r)
 	v.arm(deadline)
+	v.tm = reqTiming{}
 	body, err := v.exchange(r.client, r.outgoing())
 	kind := classify(err)
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
@@ -372,6 +379,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		o.LatencyUs = latency.Microseconds()
 		o.ServiceUs = (done - sent).Microseconds()
 		o.BodyBytes = body
+		v.tm.record(r.phases, done)
 		if kind == metrics.KindNone {
 			o.Kind = v.judgeChecks(r, status, latency)
 			for i := range r.spec.extracts {
@@ -464,6 +472,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		host := string(u.Host())
 		req.Header.SetHostBytes(u.Host())
 		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
+		v.tm.hopDone(v.e.now())
 		n, err := v.exchange(c, outgoing{req: req, keepBody: orig.spec.keepBody})
 		body = n
 		if err != nil {

@@ -18,8 +18,12 @@ type NameBlock struct {
 	successes atomic.Uint64
 	errors    atomic.Uint64
 	lat       *AtomicHist
+	phases    PhaseHists // the name's phases in this shard (Phases)
 	_         [64]byte
 }
+
+// Phases returns the block's phase histograms (connect, TLS, wait, receive).
+func (b *NameBlock) Phases() *PhaseHists { return &b.phases }
 
 // Record counts one finished request of this name.
 func (b *NameBlock) Record(o Outcome) {
@@ -33,7 +37,8 @@ func (b *NameBlock) Record(o Outcome) {
 	}
 }
 
-// NameSet holds per-name statistics in a few shards (names × shards blocks of ~190 KB).
+// NameSet holds per-name statistics in a few shards: names × shards blocks of ~222 KB each (a
+// latency AtomicHist, ~190 KB, and the PhaseHists, PhaseHistsBytes = 32 KB).
 type NameSet struct {
 	Names  []string
 	blocks [][]*NameBlock // [shard][name]
@@ -78,6 +83,25 @@ func (s *NameSet) Latency(j int) Latency {
 	return LatencyOf(HistFromCounts(counts), sum)
 }
 
+// LatencyCounts fills dst (len CountsLen) with name j's cumulative latency counts and returns
+// their exact µs sum, without allocating.
+func (s *NameSet) LatencyCounts(j int, dst []int64) uint64 {
+	clear(dst)
+	var sum uint64
+	for _, shard := range s.blocks {
+		sum += shard[j].lat.AddTo(dst)
+	}
+	return sum
+}
+
+// ReadPhases fills dst with name j's cumulative phase counts.
+func (s *NameSet) ReadPhases(j int, dst *PhaseCounts) {
+	*dst = PhaseCounts{}
+	for _, shard := range s.blocks {
+		shard[j].phases.AddTo(dst)
+	}
+}
+
 // Hist returns name j's cumulative latency histogram.
 func (s *NameSet) Hist(j int) *hdr.Histogram {
 	counts := make([]int64, CountsLen)
@@ -87,8 +111,20 @@ func (s *NameSet) Hist(j int) *hdr.Histogram {
 	return HistFromCounts(counts)
 }
 
-// NameSample is one name's figures in a Sample.
+// NameSample is one name's figures in a Sample: counts of the second, percentiles, checks and
+// timing since the run's start (as Locust's statistics table).
 type NameSample struct {
-	Requests int64 `json:"requests"`
-	Errors   int64 `json:"errors"`
+	Requests int64   `json:"requests"` // in this second
+	Errors   int64   `json:"errors"`   // in this second
+	RPS      float64 `json:"rps"`      // requests of this second / its interval
+	// P50, P95 and P99 are the name's latency percentiles (ms) from the run's start to the end of
+	// this second; 0 before its first response.
+	P50 float64 `json:"p50_ms"`
+	P95 float64 `json:"p95_ms"`
+	P99 float64 `json:"p99_ms"`
+	// ChecksPassed and ChecksFailed are the name's check outcomes since the run's start.
+	ChecksPassed int64 `json:"checks_passed"`
+	ChecksFailed int64 `json:"checks_failed"`
+	// Timing is the name's phases since the run's start.
+	Timing Timing `json:"timing"`
 }

@@ -83,11 +83,25 @@ type Shard struct {
 	latOK       *AtomicHist // successful requests only
 	svc         *AtomicHist // service time (actual send → last byte)
 	lag         *AtomicHist // schedule lag: actual start − scheduled start (open models)
+	phases      *PhaseHists // request phases, for plans with one request name (Phases)
 	_           [64]byte    // keep neighbouring shards off this one's cache lines
 }
 
 func newShard() *Shard {
-	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist(), lag: NewAtomicHist()}
+	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist(), lag: NewAtomicHist(),
+		phases: NewPhaseHists()}
+}
+
+// Phases returns the shard's phase histograms. The engine records a request's phases once: in
+// its name's NameBlock when the plan has several names, else here.
+func (s *Shard) Phases() *PhaseHists { return s.phases }
+
+// ReadPhases fills dst with the shards' cumulative phase counts.
+func (r *Recorder) ReadPhases(dst *PhaseCounts) {
+	*dst = PhaseCounts{}
+	for _, s := range r.shards {
+		s.phases.AddTo(dst)
+	}
 }
 
 // Record counts one finished request: a success, or one error kind.

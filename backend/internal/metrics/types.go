@@ -31,7 +31,8 @@ type Sample struct {
 	ErrorKinds        map[string]int64 `json:"error_kinds"`
 	Client            ClientSample     `json:"client"`
 	GeneratorBound    bool             `json:"generator_bound"`
-	// ByName has each request name's counts in this second (plans with several names only).
+	// ByName has each request name's figures in this second, for every plan (one entry for a plan
+	// with one request name).
 	ByName map[string]NameSample `json:"by_name,omitempty"`
 	// Hist is this second's latency histogram (HdrHistogram V2, base64), kept for exact merges.
 	// It travels to storage, not to browsers.
@@ -66,6 +67,13 @@ type NameStats struct {
 	Requests int64   `json:"requests"`
 	Errors   int64   `json:"errors"`
 	Latency  Latency `json:"latency_ms"`
+	// Timing splits the name's requests into connect, TLS, wait and receive (Timing).
+	Timing Timing `json:"timing"`
+	// ChecksPassed and ChecksFailed sum the outcomes of the name's checks over the run.
+	ChecksPassed int64 `json:"checks_passed"`
+	ChecksFailed int64 `json:"checks_failed"`
+	// RPS is the name's requests per second over the run's duration.
+	RPS float64 `json:"rps"`
 }
 
 // Summary is the whole run, computed from the merged histograms.
@@ -104,6 +112,8 @@ type Summary struct {
 	GeneratorBoundSeconds int    `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
+	// Timing splits the run's requests into connect, TLS, wait and receive (Timing).
+	Timing Timing `json:"timing"`
 }
 
 // CheckResult is one check's tally over the run.
