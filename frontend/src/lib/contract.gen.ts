@@ -257,6 +257,7 @@ export type Summary = {
   executor: string;
   seconds: number;
   generator_bound_seconds: number;
+  timing: Timing;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -409,6 +410,13 @@ export type ClientSample = {
 export type NameSample = {
   requests: number;
   errors: number;
+  rps: number;
+  p50_ms: number;
+  p95_ms: number;
+  p99_ms: number;
+  checks_passed: number;
+  checks_failed: number;
+  timing: Timing;
 };
 
 /** The JSON of Go's metrics.ClientSummary. */
@@ -431,6 +439,10 @@ export type NameStats = {
   requests: number;
   errors: number;
   latency_ms: Latency;
+  timing: Timing;
+  checks_passed: number;
+  checks_failed: number;
+  rps: number;
 };
 
 /** The JSON of Go's metrics.SweepRow. */
@@ -455,6 +467,14 @@ export type CheckResult = {
   check: string;
   passes: number;
   fails: number;
+};
+
+/** The JSON of Go's metrics.Timing. */
+export type Timing = {
+  connect_ms: Latency;
+  tls_ms: Latency;
+  wait_ms: Latency;
+  receive_ms: Latency;
 };
 
 /** The JSON of Go's api.SendTiming. */

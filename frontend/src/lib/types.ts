@@ -10,6 +10,7 @@ export type {
   ClientSummary,
   Extract,
   Latency,
+  NameSample,
   NameStats,
   PlanData,
   PlanHTTP,
@@ -26,6 +27,7 @@ export type {
   Summary,
   SweepRow,
   ThresholdResult,
+  Timing,
   TrendPoint,
 } from './contract.gen';
 

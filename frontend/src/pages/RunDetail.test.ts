@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import RunView from './RunView.svelte';
-import { plan as wirePlan, run as wireRun, summary as wireSummary } from '../test-fixtures/wire';
+import { nameStats, plan as wirePlan, run as wireRun, summary as wireSummary } from '../test-fixtures/wire';
 
 const lat = { min: 0.1, mean: 1, p50: 1, p75: 1.2, p90: 1.5, p95: 2, p99: 4, p99_9: 8, max: 20 };
 const summary = wireSummary({
@@ -17,7 +17,7 @@ const summary = wireSummary({
   status_codes: { '200': 3590, '500': 10 },
   error_kinds: { status_5xx: 10 },
   client: { cpu_percent_avg: 12, cpu_percent_max: 30, rss_bytes_max: 1 << 25 },
-  by_name: { home: { requests: 3000, errors: 0, latency_ms: lat }, api: { requests: 600, errors: 10, latency_ms: lat } },
+  by_name: { home: nameStats({ requests: 3000, errors: 0, latency_ms: lat }), api: nameStats({ requests: 600, errors: 10, latency_ms: lat }) },
   checks: [
     { request: 'home', check: 'status eq 200', passes: 3000, fails: 0 },
     { request: 'api', check: 'status eq 200', passes: 590, fails: 10 },

@@ -113,6 +113,34 @@ describe('RunView', () => {
     expect(q('[data-testid=stop-run]')).toBeNull();
   });
 
+  it('shows the per-request table live, every second, then from the summary', async () => {
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    const row = (req: number, err: number, p95: number, over: Record<string, unknown> = {}) => ({
+      requests: req, errors: err, rps: req, p50_ms: p95 / 2, p95_ms: p95, p99_ms: p95 * 2, checks_passed: 0, checks_failed: 0, ...over,
+    });
+    ws.send({ type: 'sample', data: sample(1, { by_name: { home: row(10, 0, 4), dead: row(3, 3, 0) } }) });
+    const cell = (name: string, col: string) => q(`tr[data-request="${name}"] td[data-col=${col}]`)?.textContent;
+    await waitFor(() => expect(cell('home', 'requests')).toBe('10'));
+    expect(cell('dead', 'p95')).toBe('—'); // no successful response: never 0
+    ws.send({ type: 'sample', data: sample(2, { by_name: { home: row(20, 1, 6, { timing: { connect_ms: { p50: 0, p95: 1 }, tls_ms: {}, wait_ms: { p50: 2, p95: 5 }, receive_ms: { p50: 1, p95: 1 } } }), dead: row(3, 3, 0) } }) });
+    await waitFor(() => expect(cell('home', 'requests')).toBe('30'));
+    expect(cell('home', 'p95')).toBe('6');
+    expect(cell('home', 'errors')).toBe('1');
+    expect(q('[data-testid=requests-total] td[data-col=requests]')!.textContent).toBe('36');
+    expect(q('[data-testid=timing-row][data-request=home] td[data-col=wait_ms-p95]')!.textContent).toBe('5');
+
+    const byName = { home: { requests: 30, errors: 1, rps: 10, latency_ms: { p50: 3, p95: 7, p99: 9 }, checks_passed: 29, checks_failed: 1 } };
+    ws.send({ type: 'summary', data: { ...summary, by_name: byName }, run: { ...running, status: 'finished', ended_at: new Date().toISOString() } });
+    await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
+    expect(cell('home', 'p95')).toBe('7');
+    expect(cell('home', 'checks')).toBe('29 / 1');
+    expect(q('tr[data-request="dead"]')).toBeNull();
+  });
+
   it('shows the live error message as an error at once, then the failed run — never a normal end', async () => {
     const { container } = render(RunView, { id: '7' });
     const q = (sel: string) => container.querySelector(sel);
