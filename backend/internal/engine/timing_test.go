@@ -283,3 +283,21 @@ func TestTimingSumsRedirectHops(t *testing.T) {
 		t.Errorf("wait max %.3f > service max %.3f", sum.Timing.Wait.Max, sum.ServiceTime.Max)
 	}
 }
+
+// With keep-alive, several VUs each count their one connect once: as many as the target accepted.
+func TestTimingConnectOncePerConnection(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	e, sum, _ := runEngine(t, fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":4,"iterations":25},"http":{"timeout":"5s"}}`, tg.URL+"/"))
+	if sum.Requests != 100 || sum.Errors != 0 {
+		t.Fatalf("requests %d errors %v", sum.Requests, sum.ErrorKinds)
+	}
+	var pc metrics.PhaseCounts
+	e.rec.ReadPhases(&pc)
+	if got := phaseCount(&pc, metrics.PhaseConnect); got != 4 || tg.Conns() != 4 {
+		t.Errorf("connects recorded %d, target accepted %d, want 4", got, tg.Conns())
+	}
+	if phaseCount(&pc, metrics.PhaseWait) != 100 || sum.Timing.Connect.P95 != 0 || sum.Timing.Connect.Max <= 0 {
+		t.Errorf("connect %+v", sum.Timing.Connect)
+	}
+}
