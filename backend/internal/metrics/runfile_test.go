@@ -166,6 +166,12 @@ func TestRunFileCheck(t *testing.T) {
 		"status 099":       {func(f *RunFile) { f.Samples[0].StatusCodes = map[string]int64{"099": 1} }, `key "099"`},
 		"threshold expr":   {func(f *RunFile) { f.Thresholds[1].Expr = "log in: fast" }, "thresholds[1].expr"},
 		"run id":           {func(f *RunFile) { f.Run.ID = "NOT-A-UUID" }, "run.id"},
+		"name phase": {func(f *RunFile) {
+			f.ByName = map[string]NameStats{"a": {Requests: 1, Timing: Timing{Wait: Latency{P95: -1}}}}
+		}, "by_name.a.timing.wait_ms.p95: -1 is out of range"},
+		"name checks":  {func(f *RunFile) { f.ByName = map[string]NameStats{"a": {ChecksFailed: -2}} }, "by_name.a.checks_failed"},
+		"run phase":    {func(f *RunFile) { f.Timing.Connect.Max = 2e15 }, "timing.connect_ms.max"},
+		"second phase": {func(f *RunFile) { f.Samples[0].ByName = map[string]NameSample{"a": {P99: -3}} }, "samples[0].by_name.a.p99_ms"},
 		"codes a second": {func(f *RunFile) {
 			f.Samples[0].StatusCodes = map[string]int64{}
 			for c := 100; c <= 164; c++ {
