@@ -225,6 +225,8 @@ export type Sample = {
   client: ClientSample;
   generator_bound: boolean;
   by_name?: Record<string, NameSample>;
+  failures?: FailureGroup[];
+  events?: RunEvent[];
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -257,6 +259,9 @@ export type Summary = {
   executor: string;
   seconds: number;
   generator_bound_seconds: number;
+  failures: FailureGroup[] | null;
+  timing: Timing;
+  events: RunEvent[] | null;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -411,6 +416,26 @@ export type NameSample = {
   errors: number;
 };
 
+/** The JSON of Go's metrics.FailureGroup. */
+export type FailureGroup = {
+  request: string;
+  kind: string;
+  status: number;
+  message: string;
+  count: number;
+  sample?: FailureSample;
+};
+
+/** The JSON of Go's metrics.RunEvent. */
+export type RunEvent = {
+  t: number;
+  elapsed_s: number;
+  kind: string;
+  from: number;
+  to: number;
+  by: string;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -431,6 +456,10 @@ export type NameStats = {
   requests: number;
   errors: number;
   latency_ms: Latency;
+  timing: Timing;
+  checks_passed: number;
+  checks_failed: number;
+  rps: number;
 };
 
 /** The JSON of Go's metrics.SweepRow. */
@@ -455,6 +484,14 @@ export type CheckResult = {
   check: string;
   passes: number;
   fails: number;
+};
+
+/** The JSON of Go's metrics.Timing. */
+export type Timing = {
+  connect_ms: Latency;
+  tls_ms: Latency;
+  wait_ms: Latency;
+  receive_ms: Latency;
 };
 
 /** The JSON of Go's api.SendTiming. */
@@ -494,4 +531,12 @@ export type Extract = {
 export type PlanStage = {
   duration: string;
   target: number;
+};
+
+/** The JSON of Go's metrics.FailureSample. */
+export type FailureSample = {
+  status: number;
+  headers: string[][] | null;
+  body: string;
+  body_truncated: boolean;
 };

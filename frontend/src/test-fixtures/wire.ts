@@ -1,6 +1,7 @@
 // Complete wire values for tests (the generated contract's types have every field the server
 // sends): each builder starts from zeros and takes the fields a test cares about.
-import type { ClientSample, Latency, PlanLoad, PlanRequest, PlanSpec, Run, Sample, Summary, SweepRow } from '../lib/types';
+import type { ClientSample, Latency, NameStats, PlanLoad, PlanRequest, PlanSpec, Run, Sample, Summary, SweepRow } from '../lib/types';
+import type { Timing } from '../lib/contract.gen';
 
 export function latency(over: Partial<Latency> = {}): Latency {
   return { min: 0, mean: 0, p50: 0, p75: 0, p90: 0, p95: 0, p99: 0, p99_9: 0, max: 0, ...over };
@@ -62,8 +63,19 @@ export function summary(over: SummaryOver = {}): Summary {
     executor: 'constant-vus',
     seconds: 0,
     generator_bound_seconds: 0,
+    failures: [],
+    timing: timing(),
+    events: [],
     ...rest,
   };
+}
+
+export function timing(): Timing {
+  return { connect_ms: latency(), tls_ms: latency(), wait_ms: latency(), receive_ms: latency() };
+}
+
+export function nameStats(over: Partial<NameStats> = {}): NameStats {
+  return { requests: 0, errors: 0, latency_ms: latency(), timing: timing(), checks_passed: 0, checks_failed: 0, rps: 0, ...over };
 }
 
 export function sweepRow(over: Partial<SweepRow> = {}): SweepRow {
