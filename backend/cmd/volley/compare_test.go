@@ -11,9 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/html"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/report"
@@ -170,7 +173,7 @@ func TestRunReportFlag(t *testing.T) {
 	dir := t.TempDir()
 	planPath := filepath.Join(dir, "plan.json")
 	_ = os.WriteFile(planPath, []byte(fmt.Sprintf(`{"name":"report flag","requests":[{"name":"home","url":%q}],"load":{"executor":"constant-vus","vus":1,"duration":"2s"}}`, tg.URL)), 0o644)
-	for _, name := range []string{"report.html", "report.csv"} {
+	for _, name := range []string{"report.html", "report.zh-CN.html", "report.csv"} {
 		runReport = reportFile{} // the flag's state is package-level, as in the binary
 		reportPath := filepath.Join(dir, name)
 		c := runCmd()
@@ -178,7 +181,11 @@ func TestRunReportFlag(t *testing.T) {
 		var out, errOut bytes.Buffer
 		c.SetOut(&out)
 		c.SetErr(&errOut)
-		c.SetArgs([]string{planPath, "--quiet", "--report", reportPath})
+		args := []string{planPath, "--quiet", "--report", reportPath}
+		if name == "report.zh-CN.html" {
+			args = append(args, "--report-lang", "zh-CN")
+		}
+		c.SetArgs(args)
 		if err := c.Execute(); err != nil {
 			t.Fatalf("run: %v\n%s", err, errOut.String())
 		}
@@ -187,10 +194,22 @@ func TestRunReportFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch name {
-		case "report.html":
+		case "report.html", "report.zh-CN.html":
+			// the page of a real run: its load settings, its seven charts (throughput, latency,
+			// errors, VUs, status codes, generator CPU and memory), its request in the table
 			s := string(b)
-			if !strings.HasPrefix(s, "<!DOCTYPE html>") || !strings.Contains(s, "report flag") || strings.Count(s, "<polyline") != 5 || !strings.Contains(s, "home") {
-				t.Errorf("html report: %.500s", s)
+			if _, err := html.Parse(bytes.NewReader(b)); err != nil || !strings.HasPrefix(s, "<!DOCTYPE html>") ||
+				!strings.Contains(s, "report flag") || strings.Count(s, "<svg") != 7 || strings.Count(s, "<polyline") < 9 ||
+				!strings.Contains(s, "<td>home</td><td class=\"l\">GET</td><td class=\"url\">"+tg.URL+"</td>") ||
+				!strings.Contains(s, "<dd>constant-vus</dd>") || !strings.Contains(s, "<title>200</title>") || !regexp.MustCompile(`<td>home</td><td>[1-9]\d*</td>`).MatchString(s) {
+				t.Errorf("%s: %.3000s", name, s)
+			}
+			lang, heading := `<html lang="en">`, "Load settings"
+			if name == "report.zh-CN.html" {
+				lang, heading = `<html lang="zh-CN">`, "负载设置"
+			}
+			if !strings.Contains(s, lang) || !strings.Contains(s, heading) {
+				t.Errorf("%s is not in its language", name)
 			}
 		case "report.csv":
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
@@ -214,6 +233,20 @@ func TestRunReportFlag(t *testing.T) {
 	}
 	if tg.Requests() != before {
 		t.Error("load was sent although the report could not be written")
+	}
+	// So does a language the report does not speak, with status 2.
+	runReport = reportFile{}
+	c = runCmd()
+	c.SilenceUsage, c.SilenceErrors = true, true
+	errOut.Reset()
+	c.SetErr(&errOut)
+	c.SetOut(&bytes.Buffer{})
+	c.SetArgs([]string{planPath, "--report", filepath.Join(dir, "r.html"), "--report-lang", "fr"})
+	if err := c.Execute(); !errors.As(err, &ec) || ec != exitUsage || !strings.Contains(errOut.String(), "--report-lang must be one of en, zh-CN") {
+		t.Errorf("unknown report language: %v %q", err, errOut.String())
+	}
+	if tg.Requests() != before {
+		t.Error("load was sent although the report language is unknown")
 	}
 	runReport = reportFile{}
 }

@@ -22,6 +22,7 @@ var runReport reportFile
 
 type reportFile struct {
 	path    string
+	lang    string     // --report-lang: the HTML page's language (report.Langs)
 	mu      sync.Mutex // add runs on the engine's collector goroutine
 	samples []metrics.Sample
 }
@@ -31,12 +32,17 @@ type reportFile struct {
 // leaves a new one behind: the report is written only once the run has ended.
 func (r *reportFile) flag(c *cobra.Command) {
 	c.Flags().StringVar(&r.path, "report", "", "write a report of the run to this file: HTML (one self-contained page), or .json / .csv by extension")
+	c.Flags().StringVar(&r.lang, "report-lang", report.DefaultLang, "language of an HTML report: "+strings.Join(report.Langs, " or "))
 	prev := c.PreRunE
 	c.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if prev != nil {
 			if err := prev(cmd, args); err != nil {
 				return err
 			}
+		}
+		if _, ok := report.Lang(r.lang, ""); !ok {
+			fmt.Fprintf(cmd.ErrOrStderr(), "volley: --report-lang must be one of %s\n", strings.Join(report.Langs, ", "))
+			return exitCode(exitUsage)
 		}
 		if r.path == "" {
 			return nil
@@ -73,7 +79,7 @@ func (r *reportFile) add(s metrics.Sample) {
 	if r.path == "" {
 		return
 	}
-	s.Hist, s.ByName = "", nil // the report needs neither; a long run stays small in memory
+	s.Hist, s.ByName, s.Failures = "", nil, nil // the report needs none (failures come from the summary); a long run stays small in memory
 	r.mu.Lock()
 	r.samples = append(r.samples, s)
 	r.mu.Unlock()
@@ -102,6 +108,7 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 		end := time.UnixMilli(last.T)
 		meta.StartedAt, meta.EndedAt = &start, &end
 	}
+	lang, _ := report.Lang(r.lang, "")
 	format := "html"
 	switch strings.ToLower(filepath.Ext(r.path)) {
 	case ".json":
@@ -109,7 +116,7 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 	case ".csv":
 		format = "csv"
 	}
-	if err := report.Write(f, format, report.Report{Meta: meta, Summary: sum, Samples: samples}); err != nil {
+	if err := report.Write(f, format, report.Report{Meta: meta, Summary: sum, Samples: samples, Plan: p, Lang: lang}); err != nil {
 		return err
 	}
 	return f.Close()

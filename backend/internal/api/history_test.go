@@ -447,7 +447,8 @@ func TestReportEndpoint(t *testing.T) {
 		}},
 		{"html", "text/html", func(b []byte) error {
 			s := string(b)
-			if !strings.HasPrefix(s, "<!DOCTYPE html>") || !strings.Contains(s, "report &lt;plan&gt;") || strings.Count(s, "<svg") != 2 ||
+			if !strings.HasPrefix(s, "<!DOCTYPE html>") || !strings.Contains(s, "report &lt;plan&gt;") || strings.Count(s, "<svg") < 6 ||
+				!strings.Contains(s, `<html lang="en">`) || !strings.Contains(s, `<section id="settings">`) || !strings.Contains(s, "http://127.0.0.1:9/") ||
 				!strings.Contains(s, "shared with the team") || strings.Contains(s, "src=") || strings.Contains(s, "href=") {
 				return fmt.Errorf("html report: %.300s", s)
 			}
@@ -473,7 +474,29 @@ func TestReportEndpoint(t *testing.T) {
 		t.Errorf("default format: %v", res.Header)
 	}
 	res.Body.Close()
+	// The page's language: the lang parameter, else the browser's Accept-Language, else English.
+	for _, c := range []struct{ query, accept, want string }{
+		{"&lang=zh-CN", "", `<html lang="zh-CN">`},
+		{"", "zh-CN,zh;q=0.9,en;q=0.8", `<html lang="zh-CN">`},
+		{"&lang=en", "zh-CN", `<html lang="en">`},
+		{"", "fr", `<html lang="en">`},
+	} {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/runs/%d/report?format=html%s", a.url, id, c.query), nil)
+		if c.accept != "" {
+			req.Header.Set("Accept-Language", c.accept)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), c.want) || res.Header.Get("Vary") != "Accept-Language" {
+			t.Errorf("lang %q, Accept-Language %q: %d, want %s", c.query, c.accept, res.StatusCode, c.want)
+		}
+	}
 	runCases(t, a, []apiCase{
+		{"bad lang", "GET", fmt.Sprintf("/api/runs/%d/report?format=html&lang=fr", id), "", 400, []string{"lang must be one of en, zh-CN"}},
 		{"bad format", "GET", fmt.Sprintf("/api/runs/%d/report?format=pdf", id), "", 400, []string{"format must be one of json, csv, html"}},
 		{"missing run", "GET", "/api/runs/999/report?format=csv", "", 404, []string{`"not_found"`}},
 	})

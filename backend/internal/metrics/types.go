@@ -42,6 +42,11 @@ type Sample struct {
 	// cumulative counts so that storage (the run's list columns while it runs) need not decode
 	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
 	P95SoFarMs float64 `json:"-"`
+	// Failures are the run's failed requests grouped so far (cumulative), sent at most once a
+	// second and only when changed.
+	Failures []FailureGroup `json:"failures,omitempty"`
+	// Events are the live-control changes made in this second.
+	Events []RunEvent `json:"events,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -112,8 +117,14 @@ type Summary struct {
 	GeneratorBoundSeconds int    `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
-	// Timing splits the run's requests into connect, TLS, wait and receive (Timing).
+	// Failures: failed requests grouped by request name, error kind, HTTP status and message,
+	// most frequent first; at most MaxFailureGroups (100) groups, further ones counted in one
+	// group whose Message is "(other)".
+	Failures []FailureGroup `json:"failures"`
+	// Timing is the whole run's split of exchanges into connect, TLS, wait and receive.
 	Timing Timing `json:"timing"`
+	// Events are the live-control changes made during the run, in time order.
+	Events []RunEvent `json:"events"`
 }
 
 // CheckResult is one check's tally over the run.

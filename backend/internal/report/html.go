@@ -1,17 +1,35 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
+
+// Bounds of what the page prints of a run's failures: the first maxFailureRows groups (the rest
+// counted in one line), the first maxSampleGroups sample responses among them, each with at
+// most maxSampleHeaders headers and its body cut at maxSampleBody bytes.
+const (
+	maxFailureRows   = 100
+	maxSampleGroups  = 20
+	maxSampleBody    = 1024
+	maxSampleHeaders = 64
+)
+
+// maxTitle is the longest <title>, in characters (html-validate's long-title rule; search results
+// cut there too). The page's heading keeps the whole title.
+const maxTitle = 70
 
 type kv struct {
 	Key   string
@@ -19,6 +37,8 @@ type kv struct {
 	Share string
 }
 
+// latRow is one line of the latency table; a Latency with no maximum is one the run did not
+// record (a run of an older version): its cells show "—", not 0.
 type latRow struct {
 	Name string
 	L    metrics.Latency
@@ -29,84 +49,161 @@ type nameRow struct {
 	Requests  int64
 	Errors    int64
 	ErrorRate string
+	RPS       float64
 	L         metrics.Latency
 	None      bool // no successful response: its latencies are unknown ("—")
+	Checks    string
 }
 
 type thresholdRow struct {
 	Expr  string
 	Value string
 	OK    bool
+	// Evaluated is false for a plan's threshold when the run has no summary.
+	Evaluated bool
+}
+
+type timingRow struct {
+	Name  string // request name; "" for the whole run
+	Phase string // dictionary key
+	L     metrics.Latency
+}
+
+type failureRow struct {
+	metrics.FailureGroup
+	Share  string
+	Sample *sampleView
+}
+
+type sampleView struct {
+	Status    int
+	Headers   [][2]string
+	More      int // headers left out
+	Body      string
+	Truncated bool
+}
+
+type eventRow struct {
+	At   string // elapsed, "12.5 s"
+	Time string // wall clock, UTC
+	Text string
+	By   string
+}
+
+// verdict is the generator's verdict: could the run's figures be trusted to describe the target?
+type verdict struct {
+	Bound, Seconds int
+	CPUAvg, CPUMax float64
+	RSSMax         uint64
+	AllocsPerReq   float64
+	LagP99         float64 // open models' schedule lag p99, ms; 0 when none
 }
 
 type page struct {
-	Title       string
+	Lang  string
+	Title string
+	// HeadTitle is Title cut to maxTitle characters, for the browser's tab and the file's title.
+	HeadTitle   string
 	Meta        Meta
+	StatusText  string // the run's status in words (as it is when the dictionary lacks it)
 	Started     string
 	Ended       string
 	S           *metrics.Summary
-	Seconds     int
+	Settings    *settings
 	Latency     []latRow
 	Thresholds  []thresholdRow
 	ErrorKinds  []kv
 	StatusCodes []kv
 	ByName      []nameRow
-	Warnings    []string
-	Charts      []chart
-	// Outcome is the run's outcome (metrics.OutcomeOf) and OutcomeText it in words; "" when
-	// unknown (no summary, and a status that does not say).
+	// NameRPS / NameChecks: some request name has the figure (runs recorded before it existed
+	// have none, and the column is left out rather than filled with zeros).
+	NameRPS, NameChecks bool
+	Timing              []timingRow
+	Failures            []failureRow
+	FailuresMore        int64 // failed requests in groups not printed
+	Events              []eventRow
+	Warnings            []string
+	Charts              []chart
+	Verdict             *verdict
+	// Outcome is the run's outcome (metrics.OutcomeOf) and OutcomeText it in words, with
+	// OutcomeWhy its reason; "" when unknown (no summary, and a status that does not say).
 	Outcome     string
 	OutcomeText string
+	OutcomeWhy  string
 	// NoLatency: no successful response, so the run's latencies are unknown ("—", never 0).
 	NoLatency bool
-}
-
-// outcomeText is each outcome in the report's words.
-var outcomeText = map[string]string{
-	metrics.OutcomePassed:             "passed",
-	metrics.OutcomeFinishedWithErrors: "finished with errors",
-	metrics.OutcomeFailed:             "failed",
 }
 
 var funcs = template.FuncMap{
 	"ms":  func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
 	"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"pct": func(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + " %" },
-	"mib": func(v any) string {
-		var b float64
-		switch x := v.(type) {
-		case int64:
-			b = float64(x)
-		case uint64:
-			b = float64(x)
-		}
-		return strconv.FormatFloat(b/(1<<20), 'f', 1, 64) + " MiB"
-	},
+	"mib": mib,
+	"tr":  func(key string, args ...any) string { return tr(DefaultLang, key, args...) },
+}
+
+func mib(v any) string {
+	var b float64
+	switch x := v.(type) {
+	case int64:
+		b = float64(x)
+	case uint64:
+		b = float64(x)
+	}
+	return strconv.FormatFloat(b/(1<<20), 'f', 1, 64) + " MiB"
 }
 
 var tmpl = template.Must(template.New("report").Funcs(funcs).Parse(pageHTML))
 
-// WriteHTML writes the run as one self-contained HTML5 page.
+// WriteHTML writes the run as one self-contained HTML5 page in r.Lang (DefaultLang when empty
+// or unknown). Any invalid UTF-8 from the plan or the run is replaced by U+FFFD.
 func WriteHTML(w io.Writer, r Report) error {
-	return tmpl.Execute(w, buildPage(r))
+	lang := r.Lang
+	if _, ok := dictionaries[lang]; !ok {
+		lang = DefaultLang
+	}
+	t, err := tmpl.Clone()
+	if err != nil {
+		return err
+	}
+	t.Funcs(template.FuncMap{"tr": func(key string, args ...any) string { return tr(lang, key, args...) }})
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, buildPage(r, lang)); err != nil {
+		return err
+	}
+	_, err = w.Write(bytes.ToValidUTF8(buf.Bytes(), []byte("\uFFFD")))
+	return err
 }
 
-func buildPage(r Report) page {
-	p := page{Meta: r.Meta, S: r.Summary, Seconds: len(r.Samples)}
-	p.Title = "Volley run"
+func buildPage(r Report, lang string) page {
+	t := func(key string, args ...any) string { return tr(lang, key, args...) }
+	p := page{Lang: lang, Meta: r.Meta, S: r.Summary}
+	p.Title = t("title")
 	if r.Meta.RunID > 0 {
 		p.Title += fmt.Sprintf(" #%d", r.Meta.RunID)
 	}
 	if r.Meta.PlanName != "" {
 		p.Title += " — " + r.Meta.PlanName
 	}
-	if t := r.Meta.StartedAt; t != nil {
-		p.Started = t.UTC().Format(time.RFC3339)
+	p.HeadTitle = p.Title
+	if rs := []rune(p.Title); len(rs) > maxTitle {
+		p.HeadTitle = string(rs[:maxTitle-1]) + "…"
 	}
-	if t := r.Meta.EndedAt; t != nil {
-		p.Ended = t.UTC().Format(time.RFC3339)
+	if st := r.Meta.Status; st != "" {
+		p.StatusText = st
+		if _, ok := dictionaries[lang]["status."+st]; ok {
+			p.StatusText = t("status." + st)
+		}
 	}
-	if s := r.Summary; s != nil {
+	if tm := r.Meta.StartedAt; tm != nil {
+		p.Started = tm.UTC().Format(time.RFC3339)
+	}
+	if tm := r.Meta.EndedAt; tm != nil {
+		p.Ended = tm.UTC().Format(time.RFC3339)
+	}
+	p.Settings = settingsOf(r.Plan, t)
+	s := r.Summary
+	if s != nil {
 		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), s.Successes == 0
 	} else if r.Meta.Status != "" {
 		// without a summary only a failed or interrupted run has a known outcome
@@ -114,52 +211,311 @@ func buildPage(r Report) page {
 			p.Outcome = o
 		}
 	}
-	p.OutcomeText = outcomeText[p.Outcome]
-	if s := r.Summary; s != nil {
-		p.Latency = []latRow{{"all responses", s.Latency}, {"successes", s.LatencySuccess}, {"service time", s.ServiceTime}}
-		for _, t := range s.Thresholds {
-			row := thresholdRow{Expr: t.Expr, OK: t.OK, Value: "no data"}
-			if t.Value != nil {
-				row.Value = strconv.FormatFloat(*t.Value, 'g', 6, 64)
+	if p.Outcome != "" {
+		p.OutcomeText = t("outcome." + p.Outcome)
+		p.OutcomeWhy = outcomeReason(r, p.Outcome, t)
+	}
+	if s != nil {
+		p.Latency = []latRow{{t("lat.all"), s.Latency}, {t("lat.success"), s.LatencySuccess}, {t("lat.service"), s.ServiceTime}}
+		for _, th := range s.Thresholds {
+			row := thresholdRow{Expr: th.Expr, OK: th.OK, Value: t("noData"), Evaluated: true}
+			if th.Value != nil {
+				row.Value = strconv.FormatFloat(*th.Value, 'g', 6, 64)
 			}
 			p.Thresholds = append(p.Thresholds, row)
 		}
 		p.ErrorKinds = counts(s.ErrorKinds, s.Errors)
 		p.StatusCodes = counts(s.StatusCodes, 0)
-		for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
-			n := s.ByName[name]
-			row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, ErrorRate: "–", None: n.Errors >= n.Requests}
-			if n.Requests > 0 {
-				row.ErrorRate = strconv.FormatFloat(float64(n.Errors)/float64(n.Requests)*100, 'f', 2, 64) + " %"
-			}
-			p.ByName = append(p.ByName, row)
-		}
+		p.byName(s)
+		p.timing(s)
+		p.failures(s)
 		if s.GeneratorBoundSeconds > 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("%d of %d seconds were generator-bound: the load generator's CPU was saturated, so those seconds may describe the generator rather than the target.", s.GeneratorBoundSeconds, s.Seconds))
+			p.Warnings = append(p.Warnings, t("warn.bound", "n", s.GeneratorBoundSeconds, "of", s.Seconds))
 		}
 		if s.Aborted != "" {
-			p.Warnings = append(p.Warnings, "The run was aborted: "+s.Aborted)
+			p.Warnings = append(p.Warnings, t("warn.aborted", "why", s.Aborted))
 		}
+		p.Verdict = &verdict{Bound: s.GeneratorBoundSeconds, Seconds: s.Seconds, CPUAvg: s.Client.CPUPercentAvg,
+			CPUMax: s.Client.CPUPercentMax, RSSMax: s.Client.RSSBytesMax, AllocsPerReq: s.Client.HeapAllocsPerRequest, LagP99: s.ScheduleLag.P99}
 	} else {
-		p.Warnings = append(p.Warnings, "This run has no summary (it has not ended, or failed before measuring): only its seconds are shown.")
+		p.Warnings = append(p.Warnings, t("warn.noSummary"))
+		if r.Plan != nil {
+			for _, th := range r.Plan.Thresholds {
+				p.Thresholds = append(p.Thresholds, thresholdRow{Expr: th.Label(), Value: "—"})
+			}
+		}
 	}
-	p.Charts = []chart{
-		lineChart("tps", "Throughput", "requests per second (req/s)", r.Samples, []seriesDef{
-			{"requests/s", func(s metrics.Sample) float64 { return s.RPS }},
-			{"errors/s", func(s metrics.Sample) float64 {
-				if s.IntervalS > 0 {
-					return float64(s.Errors) / s.IntervalS
-				}
-				return float64(s.Errors)
-			}},
-		}),
-		lineChart("latency", "Latency per second", "latency (ms)", r.Samples, []seriesDef{
-			{"p50", func(s metrics.Sample) float64 { return s.Latency.P50 }},
-			{"p95", func(s metrics.Sample) float64 { return s.Latency.P95 }},
-			{"p99", func(s metrics.Sample) float64 { return s.Latency.P99 }},
-		}),
+	events := runEvents(r)
+	for _, e := range events {
+		p.Events = append(p.Events, eventRow{At: strconv.FormatFloat(e.ElapsedS, 'f', 1, 64) + " s",
+			Time: time.UnixMilli(e.T).UTC().Format("15:04:05"), Text: eventText(e, t), By: e.By})
 	}
+	p.Charts = charts(r, events, t)
 	return p
+}
+
+// outcomeReason says why the run has its outcome.
+func outcomeReason(r Report, outcome string, t func(string, ...any) string) string {
+	s := r.Summary
+	switch outcome {
+	case metrics.OutcomeFailed:
+		switch {
+		case r.Meta.Error != "":
+			return r.Meta.Error
+		case s != nil && s.Aborted != "":
+			return s.Aborted
+		case s != nil && s.NoSuccessMessage() != "":
+			return s.NoSuccessMessage()
+		}
+		return t("why.status", "status", r.Meta.Status)
+	case metrics.OutcomeFinishedWithErrors:
+		var why []string
+		if s.ErrorRate > metrics.MaxPassedErrorRate {
+			why = append(why, t("why.errorRate", "rate", pctText(s.ErrorRate), "max", pctText(metrics.MaxPassedErrorRate)))
+		}
+		if n := failedThresholds(s); n > 0 {
+			why = append(why, t("why.thresholds", "n", n))
+		}
+		return strings.Join(why, t("why.join"))
+	case metrics.OutcomePassed:
+		return t("why.passed", "max", pctText(metrics.MaxPassedErrorRate))
+	}
+	return ""
+}
+
+func failedThresholds(s *metrics.Summary) int {
+	n := 0
+	for _, th := range s.Thresholds {
+		if !th.OK {
+			n++
+		}
+	}
+	return n
+}
+
+func pctText(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + " %" }
+
+func (p *page) byName(s *metrics.Summary) {
+	for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
+		n := s.ByName[name]
+		row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, RPS: n.RPS, ErrorRate: "–", None: n.Errors >= n.Requests}
+		if n.Requests > 0 {
+			row.ErrorRate = pctText(float64(n.Errors) / float64(n.Requests))
+		}
+		if c := n.ChecksPassed + n.ChecksFailed; c > 0 {
+			row.Checks = fmt.Sprintf("%d / %d", n.ChecksPassed, c)
+			p.NameChecks = true
+		}
+		p.NameRPS = p.NameRPS || n.RPS > 0
+		p.ByName = append(p.ByName, row)
+	}
+}
+
+// timing lists the timing breakdown of the run and of each request name; a phase that never
+// took any time anywhere (TLS over plain HTTP) is left out, and so is a run recorded before
+// the breakdown existed.
+func (p *page) timing(s *metrics.Summary) {
+	phases := []struct {
+		key string
+		get func(metrics.Timing) metrics.Latency
+	}{
+		{"phase.connect", func(t metrics.Timing) metrics.Latency { return t.Connect }},
+		{"phase.tls", func(t metrics.Timing) metrics.Latency { return t.TLS }},
+		{"phase.wait", func(t metrics.Timing) metrics.Latency { return t.Wait }},
+		{"phase.receive", func(t metrics.Timing) metrics.Latency { return t.Receive }},
+	}
+	type named struct {
+		name string
+		t    metrics.Timing
+	}
+	all := []named{{"", s.Timing}}
+	if len(s.ByName) > 1 {
+		for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
+			all = append(all, named{name, s.ByName[name].Timing})
+		}
+	}
+	for _, ph := range phases {
+		used := false
+		for _, n := range all {
+			used = used || ph.get(n.t).Max > 0
+		}
+		if !used {
+			continue
+		}
+		for _, n := range all {
+			if n.t != (metrics.Timing{}) {
+				p.Timing = append(p.Timing, timingRow{Name: n.name, Phase: ph.key, L: ph.get(n.t)})
+			}
+		}
+	}
+	// group by request: the whole run's phases first, then each name's
+	slices.SortStableFunc(p.Timing, func(a, b timingRow) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+func (p *page) failures(s *metrics.Summary) {
+	var total int64
+	for _, g := range s.Failures {
+		total += g.Count
+	}
+	samples := 0
+	for i, g := range s.Failures {
+		if i >= maxFailureRows {
+			p.FailuresMore += g.Count
+			continue
+		}
+		row := failureRow{FailureGroup: g}
+		if total > 0 {
+			row.Share = pctText(float64(g.Count) / float64(total))
+		}
+		if g.Sample != nil && samples < maxSampleGroups {
+			samples++
+			v := &sampleView{Status: g.Sample.Status, Body: g.Sample.Body, Truncated: g.Sample.BodyTruncated, Headers: g.Sample.Headers}
+			if len(v.Body) > maxSampleBody {
+				cut := maxSampleBody
+				for cut > 0 && !utf8.RuneStart(v.Body[cut]) {
+					cut--
+				}
+				v.Body, v.Truncated = v.Body[:cut], true
+			}
+			if len(v.Headers) > maxSampleHeaders {
+				v.Headers, v.More = v.Headers[:maxSampleHeaders], len(v.Headers)-maxSampleHeaders
+			}
+			row.Sample = v
+		}
+		p.Failures = append(p.Failures, row)
+	}
+}
+
+// runEvents are the run's live-control events: the summary's, or (a run without one yet) the
+// seconds'.
+func runEvents(r Report) []metrics.RunEvent {
+	if r.Summary != nil && len(r.Summary.Events) > 0 {
+		return r.Summary.Events
+	}
+	var ev []metrics.RunEvent
+	for _, s := range r.Samples {
+		ev = append(ev, s.Events...)
+	}
+	return ev
+}
+
+func eventText(e metrics.RunEvent, t func(string, ...any) string) string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	return t("event."+e.Kind, "from", f(e.From), "to", f(e.To))
+}
+
+// charts are the run view's charts: throughput (generator-bound seconds shaded), latency
+// percentiles, errors (and dropped iterations of open models), VUs, status codes, the
+// generator's CPU and memory, and open models' schedule lag; each with the live-control events
+// marked.
+func charts(r Report, events []metrics.RunEvent, t func(string, ...any) string) []chart {
+	ss := r.Samples
+	xl := t("axis.elapsed")
+	o := chartOpts{events: events, eventText: func(e metrics.RunEvent) string { return eventText(e, t) }}
+	noSuccess := func(s metrics.Sample) bool { return s.Requests > 0 && s.Errors >= s.Requests }
+	latency := func(get func(metrics.Latency) float64) func(metrics.Sample) float64 {
+		return func(s metrics.Sample) float64 {
+			if noSuccess(s) || s.Requests == 0 {
+				return math.NaN() // no response this second: unknown, not 0
+			}
+			return get(s.Latency)
+		}
+	}
+	var dropped, lag bool
+	for _, s := range ss {
+		dropped = dropped || s.DroppedIterations > 0
+		lag = lag || s.Client.ScheduleLagP99Ms > 0
+	}
+	if r.Plan != nil && strings.Contains(r.Plan.Load.Executor, "arrival-rate") {
+		dropped, lag = true, true
+	}
+	tps := o
+	tps.band, tps.bandLabel = func(s metrics.Sample) bool { return s.GeneratorBound }, t("chart.bound")
+	out := []chart{
+		lineChart("tps", t("chart.tps"), t("axis.rps"), xl, ss, []seriesDef{
+			{t("series.rps"), func(s metrics.Sample) float64 { return s.RPS }, 0},
+		}, tps),
+		lineChart("latency", t("chart.latency"), t("axis.ms"), xl, ss, []seriesDef{
+			{"p50", latency(func(l metrics.Latency) float64 { return l.P50 }), 6},
+			{"p95", latency(func(l metrics.Latency) float64 { return l.P95 }), 7},
+			{"p99", latency(func(l metrics.Latency) float64 { return l.P99 }), 1},
+		}, o),
+	}
+	errs := []seriesDef{{t("series.errors"), func(s metrics.Sample) float64 { return perS(s, s.Errors) }, 1}}
+	title := t("chart.errors")
+	if dropped {
+		errs = append(errs, seriesDef{t("series.dropped"), func(s metrics.Sample) float64 { return perS(s, s.DroppedIterations) }, 3})
+		title = t("chart.errorsDropped")
+	}
+	out = append(out,
+		lineChart("errors", title, t("axis.perS"), xl, ss, errs, o),
+		lineChart("vus", t("chart.vus"), t("axis.vus"), xl, ss, []seriesDef{
+			{"VUs", func(s metrics.Sample) float64 { return float64(s.ActiveVUs) }, 2},
+		}, o))
+	if c := statusChart(ss, xl, o, t); c != nil {
+		out = append(out, *c)
+	}
+	out = append(out,
+		lineChart("cpu", t("chart.cpu"), t("axis.cpu"), xl, ss, []seriesDef{
+			{"CPU", func(s metrics.Sample) float64 { return s.Client.CPUPercent }, 4},
+		}, o),
+		lineChart("rss", t("chart.rss"), t("axis.mib"), xl, ss, []seriesDef{
+			{"RSS", func(s metrics.Sample) float64 { return float64(s.Client.RSSBytes) / (1 << 20) }, 5},
+		}, o))
+	if lag {
+		out = append(out, lineChart("lag", t("chart.lag"), t("axis.ms"), xl, ss, []seriesDef{
+			{"p99", func(s metrics.Sample) float64 { return s.Client.ScheduleLagP99Ms }, 3},
+		}, o))
+	}
+	return out
+}
+
+// perS is n over the second's interval (n when the interval is unknown).
+func perS(s metrics.Sample, n int64) float64 {
+	if s.IntervalS > 0 {
+		return float64(n) / s.IntervalS
+	}
+	return float64(n)
+}
+
+// maxStatusLines bounds the status-code chart: the most frequent codes, the rest as "other".
+const maxStatusLines = 5
+
+// statusChart draws responses per second by status code; nil when no second has any.
+func statusChart(ss []metrics.Sample, xl string, o chartOpts, t func(string, ...any) string) *chart {
+	total := map[string]int64{}
+	for _, s := range ss {
+		for k, v := range s.StatusCodes {
+			total[k] += v
+		}
+	}
+	if len(total) == 0 {
+		return nil
+	}
+	rows := counts(total, 0)
+	var defs []seriesDef
+	top := map[string]bool{}
+	for i, row := range rows {
+		if i == maxStatusLines {
+			break
+		}
+		code := row.Key
+		top[code] = true
+		defs = append(defs, seriesDef{code, func(s metrics.Sample) float64 { return perS(s, s.StatusCodes[code]) }, -1})
+	}
+	if len(rows) > maxStatusLines {
+		defs = append(defs, seriesDef{t("series.other"), func(s metrics.Sample) float64 {
+			var n int64
+			for k, v := range s.StatusCodes {
+				if !top[k] {
+					n += v
+				}
+			}
+			return perS(s, n)
+		}, -1})
+	}
+	c := lineChart("status", t("chart.status"), t("axis.perS"), xl, ss, defs, o)
+	return &c
 }
 
 // counts lists a count map by count (then key), with each count's share of total (or of the
@@ -174,7 +530,7 @@ func counts(m map[string]int64, total int64) []kv {
 	for k, v := range m {
 		row := kv{Key: k, Count: v}
 		if total > 0 {
-			row.Share = strconv.FormatFloat(float64(v)/float64(total)*100, 'f', 2, 64) + " %"
+			row.Share = pctText(float64(v) / float64(total))
 		}
 		out = append(out, row)
 	}
@@ -186,155 +542,3 @@ func counts(m map[string]int64, total int64) []kv {
 	})
 	return out
 }
-
-// pageHTML is the page: HTML5, inline CSS, inline SVG; nothing is fetched and nothing runs.
-const pageHTML = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="Volley">
-<title>{{.Title}}</title>
-<style>
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2937; margin: 0; background: #f8fafc; }
-main { max-width: 960px; margin: 0 auto; padding: 24px 20px 48px; }
-h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #e5e7eb; padding-bottom: 4px; }
-.meta { color: #4b5563; margin: 0 0 12px; }
-.tag { display: inline-block; background: #e0e7ff; color: #3730a3; border-radius: 10px; padding: 0 8px; margin-right: 4px; font-size: 12px; }
-.notes { white-space: pre-wrap; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
-.warn { background: #fef3c7; border: 1px solid #f59e0b; border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
-.err { color: #b91c1c; }
-.outcome b { padding: 1px 8px; border-radius: 999px; }
-.outcome.passed b { background: #dcfce7; color: #15803d; } .outcome.finished_with_errors b { background: #fef3c7; color: #b45309; } .outcome.failed b { background: #fee2e2; color: #b91c1c; }
-.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }
-.figure { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }
-.figure b { display: block; font-size: 18px; }
-.figure span { color: #6b7280; font-size: 12px; }
-table { border-collapse: collapse; width: 100%; background: #fff; }
-th, td { border: 1px solid #e5e7eb; padding: 4px 8px; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-th { background: #f1f5f9; font-weight: 600; }
-.ok { color: #15803d; font-weight: 600; }
-.failed { color: #b91c1c; font-weight: 600; }
-figure { margin: 12px 0; background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px; }
-figcaption { font-weight: 600; margin-bottom: 4px; }
-svg { width: 100%; height: auto; display: block; }
-svg text { font-size: 12px; fill: #4b5563; }
-svg .axis { stroke: #6b7280; stroke-width: 1; }
-svg .grid { stroke: #e5e7eb; stroke-width: 1; }
-svg polyline { fill: none; stroke-width: 1.5; stroke-linejoin: round; }
-.s0 { stroke: #2563eb; } .s1 { stroke: #dc2626; } .s2 { stroke: #7c3aed; }
-.key { display: inline-block; width: 14px; height: 3px; vertical-align: middle; margin: 0 4px 0 12px; }
-.k0 { background: #2563eb; } .k1 { background: #dc2626; } .k2 { background: #7c3aed; }
-footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
-</style>
-</head>
-<body>
-<main>
-<h1>{{.Title}}</h1>
-<p class="meta">{{with .Meta.Status}}Status: <b>{{.}}</b>. {{end}}{{with .Started}}Started {{.}}{{end}}{{with .Ended}}, ended {{.}}{{end}}{{with .S}}{{with .Executor}} · executor {{.}}{{end}}{{end}}</p>
-{{with .Meta.Tags}}<p>{{range .}}<span class="tag">{{.}}</span>{{end}}</p>{{end}}
-{{with .Meta.Notes}}<div class="notes">{{.}}</div>{{end}}
-{{with .Outcome}}<p class="outcome {{.}}">Outcome: <b>{{$.OutcomeText}}</b></p>{{end}}
-{{with .Meta.Error}}<p class="err">Error: {{.}}</p>{{end}}
-{{range .Warnings}}<div class="warn">{{.}}</div>
-{{end}}
-{{with .S}}
-<h2>Summary</h2>
-<div class="figures">
-<div class="figure"><b>{{.Requests}}</b><span>requests ({{.Successes}} ok, {{.Errors}} errors, {{.Interrupted}} interrupted)</span></div>
-<div class="figure"><b>{{f1 .RPS}} req/s</b><span>throughput (send rate {{f1 .SendRate}}/s)</span></div>
-<div class="figure"><b>{{pct .ErrorRate}}</b><span>error rate</span></div>
-<div class="figure"><b>{{if $.NoLatency}}—{{else}}{{ms .Latency.P95}} ms{{end}}</b><span>p95 latency</span></div>
-<div class="figure"><b>{{f1 .DurationS}} s</b><span>duration ({{.Seconds}} seconds sampled)</span></div>
-<div class="figure"><b>{{.DroppedIterations}}</b><span>dropped iterations</span></div>
-<div class="figure"><b>{{mib .BytesIn}} / {{mib .BytesOut}}</b><span>data in / out</span></div>
-<div class="figure"><b>{{f1 .Client.CPUPercentAvg}} % / {{mib .Client.RSSBytesMax}}</b><span>generator CPU avg (of one core) / RSS max</span></div>
-</div>
-{{end}}
-<h2>Charts</h2>
-{{range .Charts}}
-<figure>
-<figcaption>{{.Title}}{{range $i, $l := .Lines}}<span class="key k{{$i}}"></span>{{$l.Name}}{{end}}</figcaption>
-{{template "chart" .}}
-</figure>
-{{end}}
-{{with .S}}
-<h2>Latency (ms)</h2>
-{{if $.NoLatency}}<p class="err">— no successful response: latencies are unknown</p>{{else}}
-<table>
-<thead><tr><th></th><th>min</th><th>mean</th><th>p50</th><th>p75</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead>
-<tbody>
-{{range $.Latency}}<tr><td>{{.Name}}</td><td>{{ms .L.Min}}</td><td>{{ms .L.Mean}}</td><td>{{ms .L.P50}}</td><td>{{ms .L.P75}}</td><td>{{ms .L.P90}}</td><td>{{ms .L.P95}}</td><td>{{ms .L.P99}}</td><td>{{ms .L.P99_9}}</td><td>{{ms .L.Max}}</td></tr>
-{{end}}</tbody>
-</table>{{end}}
-{{end}}
-{{with .Thresholds}}
-<h2>Thresholds</h2>
-<table>
-<thead><tr><th>threshold</th><th>value</th><th>result</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.Expr}}</td><td>{{.Value}}</td><td>{{if .OK}}<span class="ok">passed</span>{{else}}<span class="failed">FAILED</span>{{end}}</td></tr>
-{{end}}</tbody>
-</table>
-{{end}}
-{{with .ByName}}
-<h2>Requests</h2>
-<table>
-<thead><tr><th>request</th><th>requests</th><th>errors</th><th>error rate</th><th>p50 ms</th><th>p90 ms</th><th>p95 ms</th><th>p99 ms</th><th>max ms</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Errors}}</td><td>{{.ErrorRate}}</td>{{if .None}}<td>—</td><td>—</td><td>—</td><td>—</td><td>—</td>{{else}}<td>{{ms .L.P50}}</td><td>{{ms .L.P90}}</td><td>{{ms .L.P95}}</td><td>{{ms .L.P99}}</td><td>{{ms .L.Max}}</td>{{end}}</tr>
-{{end}}</tbody>
-</table>
-{{end}}
-{{if .S}}
-<h2>Errors by kind</h2>
-{{with .ErrorKinds}}<table>
-<thead><tr><th>kind</th><th>count</th><th>share of errors</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.Key}}</td><td>{{.Count}}</td><td>{{.Share}}</td></tr>
-{{end}}</tbody>
-</table>{{else}}<p>No errors.</p>{{end}}
-<h2>Status codes</h2>
-{{with .StatusCodes}}<table>
-<thead><tr><th>status</th><th>count</th><th>share</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.Key}}</td><td>{{.Count}}</td><td>{{.Share}}</td></tr>
-{{end}}</tbody>
-</table>{{else}}<p>No responses.</p>{{end}}
-{{end}}
-{{with .S}}{{with .Checks}}
-<h2>Checks</h2>
-<table>
-<thead><tr><th>request</th><th>check</th><th>passes</th><th>fails</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.Request}}</td><td>{{.Check}}</td><td>{{.Passes}}</td><td>{{.Fails}}</td></tr>
-{{end}}</tbody>
-</table>
-{{end}}{{with .Sweep}}
-<h2>Concurrency sweep</h2>
-<table>
-<thead><tr><th>VUs</th><th>req/s</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>error rate</th><th>CPU %</th><th>RSS</th><th>knee</th></tr></thead>
-<tbody>
-{{range .}}<tr><td>{{.VUs}}</td><td>{{f1 .RPS}}</td><td>{{ms .P50}}</td><td>{{ms .P90}}</td><td>{{ms .P99}}</td><td>{{pct .ErrorRate}}</td><td>{{f1 .CPUPercent}}</td><td>{{mib .RSSBytes}}</td><td>{{if .Knee}}knee{{end}}</td></tr>
-{{end}}</tbody>
-</table>
-{{end}}{{end}}
-<footer>Generated by Volley. Latency percentiles come from merged HDR histograms; per-second lines are downsampled with LTTB when a run is long. CPU is per core (200 % = two cores busy).</footer>
-</main>
-</body>
-</html>
-{{define "chart"}}{{if .Empty}}<p>No seconds were recorded.</p>{{else}}
-<svg viewBox="0 0 {{.W}} {{.H}}" role="img" aria-labelledby="{{.ID}}-title">
-<title id="{{.ID}}-title">{{.Title}}: {{.YLabel}} against {{.XLabel}}</title>
-{{range .YTicks}}<line class="grid" x1="{{$.Left}}" y1="{{.Pos}}" x2="{{$.Right}}" y2="{{.Pos}}"/>
-<text x="{{$.Left}}" y="{{.Pos}}" dx="-8" dy="4" text-anchor="end">{{.Label}}</text>
-{{end}}{{range .XTicks}}<line class="axis" x1="{{.Pos}}" y1="{{$.Bottom}}" x2="{{.Pos}}" y2="{{$.TickEnd}}"/>
-<text x="{{.Pos}}" y="{{$.Bottom}}" dy="20" text-anchor="middle">{{.Label}}</text>
-{{end}}<line class="axis" x1="{{.Left}}" y1="{{.Top}}" x2="{{.Left}}" y2="{{.Bottom}}"/>
-<line class="axis" x1="{{.Left}}" y1="{{.Bottom}}" x2="{{.Right}}" y2="{{.Bottom}}"/>
-{{range .Lines}}<polyline class="{{.Class}}" points="{{.Points}}"><title>{{.Name}}</title></polyline>
-{{end}}<text x="{{.XLabelX}}" y="{{.XLabelY}}" text-anchor="middle">{{.XLabel}}</text>
-<text x="{{.YLabelX}}" y="{{.YLabelY}}" text-anchor="middle" transform="rotate(-90 {{.YLabelX}} {{.YLabelY}})">{{.YLabel}}</text>
-</svg>{{end}}{{end}}`

@@ -12,5 +12,6 @@ func TestReportImportsOnlyAllowedPackages(t *testing.T) {
 	testutil.CheckImports(t,
 		"github.com/volley-load/volley/backend/internal/metrics",
 		"github.com/volley-load/volley/backend/internal/compare", // LTTB for long runs' charts
+		"github.com/volley-load/volley/backend/internal/plan",    // a run's load settings (stdlib only)
 	)
 }

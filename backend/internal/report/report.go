@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // Meta is what the HTML page says about the run besides its summary; every field is optional.
@@ -36,6 +37,11 @@ type Report struct {
 	Meta    Meta
 	Summary *metrics.Summary // nil while the run has not ended
 	Samples []metrics.Sample // in time order
+	// Plan is the plan the run applied, its secret header values masked (plan.MaskSpec); the
+	// HTML page lists its load settings. Nil leaves them out.
+	Plan *plan.Plan
+	// Lang is the HTML page's language, one of Langs (see Lang); "" is DefaultLang.
+	Lang string
 }
 
 // Formats and their file extensions and media types.

@@ -180,8 +180,8 @@ func TestHTMLIsValidSelfContainedHTML5(t *testing.T) {
 		}
 	}
 	walk(root)
-	if svgs != 2 || polylines != 5 || tables < 6 {
-		t.Errorf("%d svg charts, %d lines, %d tables; want 2, 5 (rps, errors; p50, p95, p99), ≥ 6", svgs, polylines, tables)
+	if svgs != 6 || polylines != 8 || tables < 6 {
+		t.Errorf("%d svg charts, %d lines, %d tables; want 6 (rps; p50, p95, p99; errors; VUs; CPU; RSS), 8, ≥ 6", svgs, polylines, tables)
 	}
 	if title != `Volley run #7 — home & "page" <b>` {
 		t.Errorf("title %q", title)
@@ -326,7 +326,7 @@ func TestExportsOfARunWithoutSuccess(t *testing.T) {
 	}
 	checkHTML5(t, buf.Bytes())
 	doc := buf.String()
-	for _, want := range []string{`<p class="outcome failed">Outcome: <b>failed</b></p>`,
+	for _, want := range []string{`<p class="outcome failed">Outcome: <b>failed</b> <span class="why">— no successful response: 12000 connect_refused (of 12000 requests)</span></p>`,
 		"Error: no successful response: 12000 connect_refused (of 12000 requests)",
 		"<b>—</b><span>p95 latency</span>", "— no successful response: latencies are unknown",
 		"<td>home</td><td>12000</td><td>12000</td><td>100.00 %</td><td>—</td>"} {

@@ -221,8 +221,8 @@ func (s *Service) Compare(ctx context.Context, ids []int64, base, points int, op
 	return out, nil
 }
 
-// Report gathers run id for an export (report.Write): the run with its masked plan, its summary
-// and every stored second. Errors: store.ErrNotFound, a stored summary or second that does not
+// Report gathers run id for an export (report.Write): the run with its masked plan (also decoded,
+// for the HTML page's load settings), its summary and every stored second. Errors: store.ErrNotFound, a stored summary or second that does not
 // decode.
 func (s *Service) Report(ctx context.Context, id int64) (report.Report, error) {
 	r, err := s.store.GetRun(ctx, id)
@@ -241,6 +241,10 @@ func (s *Service) Report(ctx context.Context, id int64) (report.Report, error) {
 		Meta: report.Meta{RunID: r.ID, PlanName: r.PlanName, Status: r.Status, StartedAt: &r.StartedAt,
 			EndedAt: r.EndedAt, Notes: r.Notes, Tags: r.Tags, Error: r.Error},
 		Samples: make([]metrics.Sample, len(smps)),
+	}
+	var p plan.Plan
+	if masked := plan.MaskSpec(r.PlanSpec); len(masked) > 0 && json.Unmarshal(masked, &p) == nil {
+		rep.Plan = &p // the load settings of the HTML page (a plan that does not decode is left out)
 	}
 	if len(r.Summary) > 0 {
 		rep.Summary = &metrics.Summary{}

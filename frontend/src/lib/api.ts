@@ -158,9 +158,13 @@ export interface RunQuery {
 
 export type ReportFormat = 'json' | 'csv' | 'html';
 
-/** reportURL is the download address of a run's report (Content-Disposition: attachment). */
-export function reportURL(id: number | string, format: ReportFormat): string {
-  return `/api/runs/${id}/report?format=${format}`;
+/**
+ * reportURL is the download address of a run's report (Content-Disposition: attachment); lang, for
+ * the HTML page, is the language it is written in (the UI's: en or zh-CN).
+ */
+export function reportURL(id: number | string, format: ReportFormat, lang?: string): string {
+  const l = format === 'html' && lang ? `&lang=${encodeURIComponent(lang)}` : '';
+  return `/api/runs/${id}/report?format=${format}${l}`;
 }
 
 export type Role = 'admin' | 'tester' | 'viewer';

@@ -225,6 +225,8 @@ export type Sample = {
   client: ClientSample;
   generator_bound: boolean;
   by_name?: Record<string, NameSample>;
+  failures?: FailureGroup[];
+  events?: RunEvent[];
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -257,7 +259,9 @@ export type Summary = {
   executor: string;
   seconds: number;
   generator_bound_seconds: number;
+  failures: FailureGroup[] | null;
   timing: Timing;
+  events: RunEvent[] | null;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -419,6 +423,26 @@ export type NameSample = {
   timing: Timing;
 };
 
+/** The JSON of Go's metrics.FailureGroup. */
+export type FailureGroup = {
+  request: string;
+  kind: string;
+  status: number;
+  message: string;
+  count: number;
+  sample?: FailureSample;
+};
+
+/** The JSON of Go's metrics.RunEvent. */
+export type RunEvent = {
+  t: number;
+  elapsed_s: number;
+  kind: string;
+  from: number;
+  to: number;
+  by: string;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -514,4 +538,12 @@ export type Extract = {
 export type PlanStage = {
   duration: string;
   target: number;
+};
+
+/** The JSON of Go's metrics.FailureSample. */
+export type FailureSample = {
+  status: number;
+  headers: string[][] | null;
+  body: string;
+  body_truncated: boolean;
 };

@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import RunView from './RunView.svelte';
+import { setLocale } from '../lib/i18n.svelte';
 import { nameStats, plan as wirePlan, run as wireRun, summary as wireSummary } from '../test-fixtures/wire';
 
 const lat = { min: 0.1, mean: 1, p50: 1, p75: 1.2, p90: 1.5, p95: 2, p99: 4, p99_9: 8, max: 20 };
@@ -111,9 +112,26 @@ describe('RunView of a finished run', () => {
     expect(checks[1].textContent).toContain('98.3 %');
     expect(q('[data-testid=summary-thresholds]')).not.toBeNull();
     expect(q('[data-testid=generator-trust]')!.textContent).toContain('never saturated');
-    expect(q('[data-testid=export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html');
+    // the HTML report is in the UI's language; JSON and CSV have none
+    expect(q('[data-testid=export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html&lang=en');
     expect(q('[data-testid=export-csv]')!.getAttribute('href')).toBe('/api/runs/8/report?format=csv');
     expect(q('[data-testid=export-json]')!.hasAttribute('download')).toBe(true);
+  });
+
+  it('asks for the HTML report in the language the UI shows, and follows a switch', async () => {
+    stub();
+    setLocale('zh-CN');
+    try {
+      const { container } = render(RunView, { id: '8' });
+      const q = (s: string) => container.querySelector(s);
+      await waitFor(() => expect(q('[data-testid=export-html]')).not.toBeNull());
+      expect(q('[data-testid=export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html&lang=zh-CN');
+      expect(q('[data-testid=export-json]')!.getAttribute('href')).toBe('/api/runs/8/report?format=json');
+      setLocale('en');
+      await waitFor(() => expect(q('[data-testid=export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html&lang=en'));
+    } finally {
+      setLocale('en');
+    }
   });
 
   it('edits tags and notes in place with PATCH', async () => {
@@ -183,6 +201,6 @@ describe('RunView of a finished run', () => {
     // above the summary card
     const cap = q('[data-testid=capacity]')!;
     expect(cap.compareDocumentPosition(q('[data-testid=summary]')!) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
-    expect(q('[data-testid=capacity-export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html');
+    expect(q('[data-testid=capacity-export-html]')!.getAttribute('href')).toBe('/api/runs/8/report?format=html&lang=en');
   });
 });

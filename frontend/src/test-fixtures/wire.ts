@@ -75,7 +75,9 @@ export function summary(over: SummaryOver = {}): Summary {
     executor: 'constant-vus',
     seconds: 0,
     generator_bound_seconds: 0,
+    failures: [],
     timing: timing(),
+    events: [],
     ...rest,
   };
 }

@@ -379,7 +379,7 @@ export const en = {
   'run.comparePreviousHint': 'Compare this run with the previous run of the same plan (as the baseline)',
   'run.noPrevious': 'This is the first run of its plan with a summary: there is no previous run to compare with.',
   'run.export': 'Export',
-  'run.exportHint': 'Download the run as a report: HTML (self-contained, with charts), JSON or CSV',
+  'run.exportHint': 'Download the run as a report: HTML (one self-contained file with the load settings, charts and tables, in the language of this page), JSON or CSV',
   'run.connectionLost':
     'Connection to the server lost — retrying. The figures below stop at the last second received; the run itself goes on on the server.',
   'run.failed': 'The run failed: {error}',

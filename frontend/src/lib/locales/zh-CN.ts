@@ -377,7 +377,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'run.comparePreviousHint': '以同一计划的上一次运行为基线，与本次运行对比',
   'run.noPrevious': '这是该计划第一次有汇总结果的运行，没有可供对比的上一次运行。',
   'run.export': '导出',
-  'run.exportHint': '下载运行报告：HTML（独立文件，含图表）、JSON 或 CSV',
+  'run.exportHint': '下载运行报告：HTML（独立文件，含负载设置、图表和表格，使用当前页面的语言）、JSON 或 CSV',
   'run.connectionLost': '与服务器的连接已断开 — 正在重试。下方数据停留在最后收到的一秒；运行本身仍在服务器上继续。',
   'run.failed': '运行失败：{error}',
   'run.failing': '运行出错，正在停止：{error}',
