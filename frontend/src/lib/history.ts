@@ -10,6 +10,8 @@ export const SORT_KEYS = ['started_at', 'duration_s', 'requests', 'rps', 'p95_ms
 export type SortKey = (typeof SORT_KEYS)[number];
 export type Order = 'asc' | 'desc';
 export type ThresholdFilter = '' | 'passed' | 'failed';
+/** Run outcomes (metrics.OutcomeOf), in the order the outcome filter writes them. */
+export const OUTCOMES = ['passed', 'finished_with_errors', 'failed'] as const;
 /** The server's tag syntax (PATCH /api/runs/:id). */
 export const TAG_RE = /^[a-z0-9._-]{1,40}$/;
 export const MAX_TAGS = 20;
@@ -25,6 +27,8 @@ export interface HistoryFilters {
   from: string;
   to: string;
   thresholds: ThresholdFilter;
+  /** Outcomes, a comma list in OUTCOMES order ('' = any), sent to the API as it is. */
+  outcome: string;
   sort: SortKey;
   order: Order;
   offset: number;
@@ -37,6 +41,7 @@ export const DEFAULT_FILTERS: Readonly<HistoryFilters> = {
   from: '',
   to: '',
   thresholds: '',
+  outcome: '',
   sort: 'started_at',
   order: 'desc',
   offset: 0,
@@ -48,6 +53,12 @@ export function isDay(s: string): boolean {
   if (!m) return false;
   const d = new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
   return d.getFullYear() === Number(m[1]) && d.getMonth() === Number(m[2]) - 1 && d.getDate() === Number(m[3]);
+}
+
+/** parseOutcomes keeps the known outcomes of a comma list, each once, in OUTCOMES order ('' if none). */
+export function parseOutcomes(list: string): string {
+  const given = list.split(',').map((s) => s.trim());
+  return OUTCOMES.filter((o) => given.includes(o)).join(',');
 }
 
 export function parseHistoryQuery(q: URLSearchParams): HistoryFilters {
@@ -66,6 +77,7 @@ export function parseHistoryQuery(q: URLSearchParams): HistoryFilters {
     from: isDay(get('from')) ? get('from') : '',
     to: isDay(get('to')) ? get('to') : '',
     thresholds: th === 'passed' || th === 'failed' ? th : '',
+    outcome: parseOutcomes(get('outcome')),
     sort: (SORT_KEYS as readonly string[]).includes(sort) ? (sort as SortKey) : DEFAULT_FILTERS.sort,
     order: order === 'asc' || order === 'desc' ? order : DEFAULT_FILTERS.order,
     offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
@@ -81,6 +93,7 @@ export function historyPath(f: HistoryFilters): string {
   if (f.from) p.set('from', f.from);
   if (f.to) p.set('to', f.to);
   if (f.thresholds) p.set('thresholds', f.thresholds);
+  if (f.outcome) p.set('outcome', f.outcome);
   if (f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order) {
     p.set('sort', f.sort);
     p.set('order', f.order);
@@ -102,7 +115,7 @@ export function sortBy(f: HistoryFilters, key: SortKey): HistoryFilters {
 }
 
 export function hasFilters(f: HistoryFilters): boolean {
-  return Boolean(f.plan_id || f.status || f.tag || f.from || f.to || f.thresholds);
+  return Boolean(f.plan_id || f.status || f.tag || f.from || f.to || f.thresholds || f.outcome);
 }
 
 /** dayStart is local midnight of a YYYY-MM-DD day, as RFC 3339 UTC without milliseconds. */
@@ -120,6 +133,7 @@ export function toRunQuery(f: HistoryFilters, limit = PAGE_SIZE): RunQuery {
     from: f.from ? dayStart(f.from) : undefined,
     to: f.to ? dayStart(f.to, 1) : undefined,
     thresholds: f.thresholds || undefined,
+    outcome: f.outcome || undefined,
     sort: f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order ? f.sort : undefined,
     order: f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order ? f.order : undefined,
     limit,

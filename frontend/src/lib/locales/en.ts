@@ -317,6 +317,8 @@ export const en = {
   'history.filter.thresholds': 'Thresholds',
   'history.filter.passed': 'passed',
   'history.filter.failed': 'failed',
+  'history.filter.outcome': 'Outcome',
+  'history.filter.notPassed': 'not passed (with errors or failed)',
   'history.clearFilters': 'Clear filters',
   'history.tagInvalid': 'A tag is 1–40 characters of a-z, 0-9, “.”, “_” or “-”.',
   'history.plansError': 'Could not load the plan list for the filter: {error}',

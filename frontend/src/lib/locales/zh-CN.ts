@@ -315,6 +315,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'history.filter.thresholds': '阈值',
   'history.filter.passed': '通过',
   'history.filter.failed': '未通过',
+  'history.filter.outcome': '结果',
+  'history.filter.notPassed': '未通过（有错误或失败）',
   'history.clearFilters': '清除筛选',
   'history.tagInvalid': '标签为 1–40 个字符，只能包含 a-z、0-9、“.”、“_” 或 “-”。',
   'history.plansError': '无法加载用于筛选的计划列表：{error}',
