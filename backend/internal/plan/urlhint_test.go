@@ -31,3 +31,24 @@ func TestURLHintSuggestsAnAcceptedURL(t *testing.T) {
 		t.Errorf("hint %q does not suggest http://127.0.0.1:8080/a", err)
 	}
 }
+
+// A request's headers are compiled (and so sent) in the plan's order — name order, as a stored
+// plan writes its headers object — the same on every compile, not in a map's random order.
+func TestHeadersCompileInThePlansOrder(t *testing.T) {
+	js := `{"name":"h","requests":[{"url":"http://127.0.0.1:9/","headers":{"X-Zeta":"1","Accept":"2","X-Mid":"3","Cache-Control":"4","User-Agent":"5","B-Two":"6"}}],
+		"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`
+	want := []string{"Accept", "B-Two", "Cache-Control", "User-Agent", "X-Mid", "X-Zeta"}
+	for range 20 {
+		c, err := ParseCompiled([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range c.Requests[0].Headers {
+			got = append(got, h.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("headers compiled in the order %v, want %v", got, want)
+		}
+	}
+}
