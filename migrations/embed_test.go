@@ -35,17 +35,8 @@ func TestFilesAreNumberedGooseMigrations(t *testing.T) {
 
 // Every migration goes up, down to nothing and up again on a real SQLite file.
 func TestUpDownUp(t *testing.T) {
-	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db, prov := openProvider(t)
 	ctx := t.Context()
-	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
 	tables := func() int {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
@@ -84,17 +75,8 @@ func TestUpDownUp(t *testing.T) {
 
 // Runs stored before migration 00009 have an outcome as soon as it is applied.
 func TestOutcomeOfRunsStoredBefore(t *testing.T) {
-	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db, prov := openProvider(t)
 	ctx := t.Context()
-	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := prov.UpTo(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +110,20 @@ func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("outcomes %v, want %s", got, want)
 	}
+}
+
+// openProvider opens a new SQLite file and a goose provider of these migrations over it.
+func openProvider(t *testing.T) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, prov
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // TestBrowserRunVerdictAndOutcomeFilter: the run view of a run against a dead port says it failed,
@@ -21,12 +22,7 @@ func TestBrowserRunVerdictAndOutcomeFilter(t *testing.T) {
 	requireUI(t)
 	requireTool(t, chromiumPath)
 	srv := startServer(t, filepath.Join(t.TempDir(), "volley.db"), "")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String() + "/"
-	l.Close() // nothing listens there now
+	dead := "http://" + testutil.ClosedPort(t) + "/" // nothing listens there
 	var n atomic.Int64
 	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if n.Add(1)%5 == 0 {

@@ -122,14 +122,7 @@ func TestSendOneBodyBounds(t *testing.T) {
 
 // The plan's timeout cuts a request off as a timeout; so does the caller's context.
 func TestSendOneTimeout(t *testing.T) {
-	release := make(chan struct{})
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	defer close(release)
+	tg := stallingTarget(t, nil)
 	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -222,19 +215,13 @@ func TestSendOneHugeHeaderShowsWhatFits(t *testing.T) {
 // A body cut off by the timeout keeps the status and headers already received and names the
 // error.
 func TestSendOneBodyTimeoutKeepsTheHead(t *testing.T) {
-	release := make(chan struct{})
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+	tg := stallingTarget(t, func(w http.ResponseWriter) {
 		w.Header().Set("X-Before", "body")
 		w.Header().Set("Content-Length", "1000")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprint(w, "part of it")
 		w.(http.Flusher).Flush()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
 	})
-	defer close(release)
 	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -247,4 +234,20 @@ func TestSendOneBodyTimeoutKeepsTheHead(t *testing.T) {
 		!strings.Contains(res.Err, "timeout while reading the body") {
 		t.Errorf("kind %v status %d headers %v (cut %v) message %q", res.Kind, res.Status, res.Headers, res.HeadersTruncated, res.Err)
 	}
+}
+
+// stallingTarget answers each request with begin (nothing when nil), then holds it until the
+// client goes away or the test ends.
+func stallingTarget(t *testing.T, begin func(http.ResponseWriter)) *testutil.Target {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if begin != nil {
+			begin(w)
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
 }
