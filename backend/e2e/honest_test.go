@@ -108,3 +108,47 @@ func TestBrowserRunVerdictAndOutcomeFilter(t *testing.T) {
 	waitJS(t, ctx, "the passed run", fmt.Sprintf(`%s === %s`, rowIDs, jsString(fmt.Sprint(runs["passed"].run))), 15*time.Second)
 	screenshot(t, ctx, "history-outcome-filter.png")
 }
+
+// TestBrowserSendPanelAndURLHint: in the plan editor, Send against a target whose response header
+// is over 4 KiB shows the status and the fields that fit, and says they were cut; a URL written
+// as "{{base}}/" gets a hint that is itself a valid URL (never http://{{base}}/).
+func TestBrowserSendPanelAndURLHint(t *testing.T) {
+	requireUI(t)
+	requireTool(t, chromiumPath)
+	srv := startServer(t, filepath.Join(t.TempDir(), "volley.db"), "")
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for i := range 40 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%02d", i), strings.Repeat("v", 200))
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(big.Close)
+	planID := createPlan(t, srv.base, nginxPlan("send e2e", big.URL+"/", shortLoad))
+
+	ctx := newBrowser(t, 60*time.Second)
+	openSPA(t, ctx, fmt.Sprintf("%s/?lang=en#/plans/%d", srv.base, planID))
+	evalString(t, ctx, `localStorage.setItem("volley.lang", "en"), ""`)
+	waitJS(t, ctx, "the send button", exists(`[data-testid="send-0"]`), 15*time.Second)
+	click(t, ctx, `[data-testid="send-0"]`)
+	waitJS(t, ctx, "the send result", visibleWithText(`[data-testid="send-result-0"]`), 15*time.Second)
+	res := evalString(t, ctx, `document.querySelector('[data-testid="send-result-0"]').innerText`)
+	t.Logf("send result: %s", strings.Join(strings.Fields(res), " "))
+	status := evalString(t, ctx, `document.querySelector('[data-testid="send-result-0"] .status')?.innerText ?? ""`)
+	if status != "202" || !strings.Contains(res, "header_too_large") || !strings.Contains(res, "larger than 4096 bytes") {
+		t.Errorf("send result: status %q, text %q", status, res)
+	}
+	if evalString(t, ctx, `String(!!document.querySelector('[data-testid="send-headers-cut-0"]')?.offsetParent)`) != "true" {
+		t.Error("the note that the headers were cut is not visible")
+	}
+	screenshot(t, ctx, "send-huge-header.png")
+
+	setField(t, ctx, "#req-0-url", "{{base}}/")
+	click(t, ctx, `[data-testid="save-plan"]`)
+	sel := `[data-field-error="requests[0].url"]`
+	waitJS(t, ctx, "the URL's field error", visibleWithText(sel), 10*time.Second)
+	hint := evalString(t, ctx, fmt.Sprintf(`document.querySelector(%s).innerText`, jsString(sel)))
+	t.Logf("URL hint: %s", hint)
+	if strings.Contains(hint, "http://{{base}}") || !strings.Contains(hint, "http://127.0.0.1:8080/") {
+		t.Errorf("URL hint %q suggests a URL that is refused, or none", hint)
+	}
+}

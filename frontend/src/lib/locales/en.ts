@@ -182,7 +182,7 @@ export const en = {
   'send.receive': 'Receiving',
   'send.total': 'Total',
   'send.headers': 'Headers ({n})',
-  'send.headersTruncated': 'More headers were left out.',
+  'send.headersTruncated': 'The headers were cut here: the rest were not read.',
   'send.body': 'Body: {size}',
   'send.bodyTruncated': 'first 4 KiB shown',
   'send.base64': 'not UTF-8 text, shown as base64',

@@ -180,7 +180,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'send.receive': '接收',
   'send.total': '总计',
   'send.headers': '响应头（{n}）',
-  'send.headersTruncated': '其余响应头未显示。',
+  'send.headersTruncated': '响应头在此处被截断：其余部分未读取。',
   'send.body': '响应体：{size}',
   'send.bodyTruncated': '仅显示前 4 KiB',
   'send.base64': '非 UTF-8 文本，以 base64 显示',
