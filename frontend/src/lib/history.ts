@@ -3,6 +3,7 @@
 // invalid falls back to the default), historyPath writes it back with the defaults left out, and
 // toRunQuery turns it into GET /api/runs parameters.
 import type { RunQuery } from './api';
+import { RUN_OUTCOMES } from './contract.gen';
 
 export const PAGE_SIZE = 50;
 export const STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
@@ -10,8 +11,6 @@ export const SORT_KEYS = ['started_at', 'duration_s', 'requests', 'rps', 'p95_ms
 export type SortKey = (typeof SORT_KEYS)[number];
 export type Order = 'asc' | 'desc';
 export type ThresholdFilter = '' | 'passed' | 'failed';
-/** Run outcomes (metrics.OutcomeOf), in the order the outcome filter writes them. */
-export const OUTCOMES = ['passed', 'finished_with_errors', 'failed'] as const;
 /** The server's tag syntax (PATCH /api/runs/:id). */
 export const TAG_RE = /^[a-z0-9._-]{1,40}$/;
 export const MAX_TAGS = 20;
@@ -27,7 +26,7 @@ export interface HistoryFilters {
   from: string;
   to: string;
   thresholds: ThresholdFilter;
-  /** Outcomes, a comma list in OUTCOMES order ('' = any), sent to the API as it is. */
+  /** Outcomes, a comma list in RUN_OUTCOMES order ('' = any), sent to the API as it is. */
   outcome: string;
   sort: SortKey;
   order: Order;
@@ -55,10 +54,10 @@ export function isDay(s: string): boolean {
   return d.getFullYear() === Number(m[1]) && d.getMonth() === Number(m[2]) - 1 && d.getDate() === Number(m[3]);
 }
 
-/** parseOutcomes keeps the known outcomes of a comma list, each once, in OUTCOMES order ('' if none). */
+/** parseOutcomes keeps the known outcomes of a comma list, each once, in RUN_OUTCOMES order ('' if none). */
 export function parseOutcomes(list: string): string {
   const given = list.split(',').map((s) => s.trim());
-  return OUTCOMES.filter((o) => given.includes(o)).join(',');
+  return RUN_OUTCOMES.filter((o) => given.includes(o)).join(',');
 }
 
 export function parseHistoryQuery(q: URLSearchParams): HistoryFilters {
