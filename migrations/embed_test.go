@@ -35,17 +35,8 @@ func TestFilesAreNumberedGooseMigrations(t *testing.T) {
 
 // Every migration goes up, down to nothing and up again on a real SQLite file.
 func TestUpDownUp(t *testing.T) {
-	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	db, prov := openProvider(t)
 	ctx := t.Context()
-	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
 	tables := func() int {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
@@ -80,4 +71,59 @@ func TestUpDownUp(t *testing.T) {
 	if v, err := prov.GetDBVersion(ctx); err != nil || v != srcs[len(srcs)-1].Version {
 		t.Errorf("version %d, %v; want %d", v, err, srcs[len(srcs)-1].Version)
 	}
+}
+
+// Runs stored before migration 00009 have an outcome as soon as it is applied.
+func TestOutcomeOfRunsStoredBefore(t *testing.T) {
+	db, prov := openProvider(t)
+	ctx := t.Context()
+	if _, err := prov.UpTo(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO plans (id, name, spec, created_at, updated_at) VALUES (1, 'p', '{}', 0, 0);
+		INSERT INTO runs (plan_id, plan_name, status, started_at, plan_spec, requests, error_rate, thresholds_ok) VALUES
+			(1, 'p', 'finished', 1, '{}', 100, 0, 1),
+			(1, 'p', 'finished', 2, '{}', 100, 0.2, NULL),
+			(1, 'p', 'finished', 3, '{}', 100, 1, NULL),
+			(1, 'p', 'stopped', 4, '{}', 100, 0, 0),
+			(1, 'p', 'interrupted', 5, '{}', 100, 0, NULL),
+			(1, 'p', 'running', 6, '{}', 100, 0, NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT coalesce(outcome, '-') FROM runs ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o)
+	}
+	want := "passed finished_with_errors failed finished_with_errors failed -"
+	if strings.Join(got, " ") != want {
+		t.Errorf("outcomes %v, want %s", got, want)
+	}
+}
+
+// openProvider opens a new SQLite file and a goose provider of these migrations over it.
+func openProvider(t *testing.T) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "m.db")+"?_foreign_keys=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	prov, err := goose.NewProvider(goose.DialectSQLite3, db, FS, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, prov
 }

@@ -2,13 +2,14 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // TestDeadTargetRunFailsInTheBrowser runs a plan against a loopback port where nothing listens:
@@ -18,12 +19,7 @@ func TestDeadTargetRunFailsInTheBrowser(t *testing.T) {
 	requireUI(t)
 	requireTool(t, chromiumPath)
 	srv := startServer(t, filepath.Join(t.TempDir(), "volley.db"), "")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String() + "/"
-	l.Close() // nothing listens there now
+	dead := "http://" + testutil.ClosedPort(t) + "/" // nothing listens there
 
 	planID := createPlan(t, srv.base, nginxPlan("dead target e2e", dead, map[string]any{"executor": "constant-vus", "vus": 2, "duration": "3s"}))
 	var started runJSON

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
-	"github.com/volley-load/volley/backend/internal/store"
 )
 
 // failKind is how a stored run's target behaves.
@@ -27,66 +24,24 @@ const (
 // seedFailureDB stores one 14 s run per kind, as the engine would: 50 active VUs every second.
 func seedFailureDB(t *testing.T, kinds ...failKind) (string, []int64) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "volley.db")
-	st, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ctx := context.Background()
-	spec := []byte(`{"name":"cli","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":50,"duration":"14s"}}`)
-	p, err := st.CreatePlan(ctx, "cli", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for i, k := range kinds {
-		started := time.Now().Add(time.Duration(i-10) * time.Minute)
-		r, err := st.CreateRun(ctx, p.ID, p.Name, spec, started)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewPCG(uint64(i)+1, 7))
-		var total, errs int64
-		for sec := 1; sec <= 14; sec++ {
-			h := metrics.NewHist()
-			smp := metrics.Sample{ElapsedS: sec, IntervalS: 1, ActiveVUs: 50, Client: metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}}
-			switch k {
-			case healthy:
-				for range 300 {
-					_ = h.RecordValue(int64(2000 * math.Exp(0.4*rng.NormFloat64())))
-				}
-				smp.RPS = 30000 * (1 + 0.03*rng.NormFloat64())
-				smp.Requests = int64(smp.RPS)
-				smp.Successes = smp.Requests
-			case refuses:
-				smp.RPS = 38000 * (1 + 0.03*rng.NormFloat64())
-				smp.Requests = int64(smp.RPS)
-				smp.Errors = smp.Requests
-				smp.ErrorKinds = map[string]int64{"connect": smp.Requests}
+	return seedRuns(t, 50, 14, len(kinds), 7, func(i, _ int, rng *rand.Rand, smp *metrics.Sample, h *hdr.Histogram) {
+		smp.IntervalS, smp.ActiveVUs = 1, 50
+		smp.Client = metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}
+		switch kinds[i] {
+		case healthy:
+			for range 300 {
+				_ = h.RecordValue(int64(2000 * math.Exp(0.4*rng.NormFloat64())))
 			}
-			total, errs = total+smp.Requests, errs+smp.Errors
-			smp.Latency = metrics.LatencyOf(h, 0)
-			data, _ := json.Marshal(smp)
-			var enc string
-			if h.TotalCount() > 0 {
-				enc, _ = metrics.EncodeHist(h)
-			}
-			if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: int64(sec), Data: data, Hist: []byte(enc)}, store.Progress{}); err != nil {
-				t.Fatal(err)
-			}
+			smp.RPS = 30000 * (1 + 0.03*rng.NormFloat64())
+			smp.Requests = int64(smp.RPS)
+			smp.Successes = smp.Requests
+		case refuses:
+			smp.RPS = 38000 * (1 + 0.03*rng.NormFloat64())
+			smp.Requests = int64(smp.RPS)
+			smp.Errors = smp.Requests
+			smp.ErrorKinds = map[string]int64{"connect": smp.Requests}
 		}
-		sum := metrics.Summary{Requests: total, Successes: total - errs, Errors: errs, RPS: float64(total) / 14, DurationS: 14, Executor: "constant-vus"}
-		if total > 0 {
-			sum.ErrorRate = float64(errs) / float64(total)
-		}
-		b, _ := json.Marshal(sum)
-		if err := st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(14*time.Second), store.Progress{}, b, nil, ""); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, r.ID)
-	}
-	return path, ids
+	})
 }
 
 // The CI gate fails (exit 1) when the target stops answering or refuses every connection, prints

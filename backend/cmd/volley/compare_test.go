@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/net/html"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -24,8 +25,15 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// seedDB stores runs of one plan: 40 seconds each, latencies lognormal around the given medians.
-func seedDB(t *testing.T, medians ...float64) (string, []int64) {
+// seedSecond fills second sec (1…) of run i: the sample's counts (its ElapsedS and Latency are
+// set by seedRuns) and the second's latency histogram (left empty: no response).
+type seedSecond func(i, sec int, rng *rand.Rand, smp *metrics.Sample, h *hdr.Histogram)
+
+// seedRuns stores n runs of one plan ("cli", vus constant VUs for secs seconds) as the engine
+// would: each second's sample and histogram from fill (rng seeded with run index+1 and seed),
+// then a summary of their totals and merged histogram. It returns the database file and the run
+// ids, oldest first.
+func seedRuns(t *testing.T, vus, secs, n int, seed uint64, fill seedSecond) (string, []int64) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "volley.db")
 	st, err := store.Open(path)
@@ -34,44 +42,66 @@ func seedDB(t *testing.T, medians ...float64) (string, []int64) {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	spec := []byte(`{"name":"cli","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":5,"duration":"40s"}}`)
+	spec := fmt.Appendf(nil, `{"name":"cli","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"executor":"constant-vus","vus":%d,"duration":"%ds"}}`, vus, secs)
 	p, err := st.CreatePlan(ctx, "cli", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
-	for i, med := range medians {
+	for i := range n {
 		started := time.Now().Add(time.Duration(i-10) * time.Minute)
 		r, err := st.CreateRun(ctx, p.ID, p.Name, spec, started)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(uint64(i)+1, 5))
+		rng := rand.New(rand.NewPCG(uint64(i)+1, seed))
 		merged := metrics.NewHist()
-		var requests int64
-		for sec := 1; sec <= 40; sec++ {
+		sum := metrics.Summary{DurationS: float64(secs), Executor: "constant-vus"}
+		for sec := 1; sec <= secs; sec++ {
 			h := metrics.NewHist()
-			for range 300 {
-				_ = h.RecordValue(int64(med * 1000 * math.Exp(0.4*rng.NormFloat64())))
-			}
+			smp := metrics.Sample{ElapsedS: sec}
+			fill(i, sec, rng, &smp, h)
 			merged.Merge(h)
-			rps := 500 * (1 + 0.03*rng.NormFloat64())
-			requests += int64(rps)
-			data, _ := json.Marshal(metrics.Sample{ElapsedS: sec, RPS: rps, Requests: int64(rps), Successes: int64(rps), Latency: metrics.LatencyOf(h, 0),
-				Client: metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}})
-			enc, _ := metrics.EncodeHist(h)
+			sum.Requests, sum.Successes, sum.Errors = sum.Requests+smp.Requests, sum.Successes+smp.Successes, sum.Errors+smp.Errors
+			smp.Latency = metrics.LatencyOf(h, 0)
+			data, _ := json.Marshal(smp)
+			var enc string
+			if h.TotalCount() > 0 {
+				enc, _ = metrics.EncodeHist(h)
+			}
 			if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: int64(sec), Data: data, Hist: []byte(enc)}, store.Progress{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		sum, _ := json.Marshal(metrics.Summary{Requests: requests, Successes: requests, RPS: 500, DurationS: 40, Executor: "constant-vus", Latency: metrics.LatencyOf(merged, 0)})
-		enc, _ := metrics.EncodeHist(merged)
-		if err := st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(40*time.Second), store.Progress{}, sum, []byte(enc), ""); err != nil {
+		sum.RPS = float64(sum.Requests) / float64(secs)
+		if sum.Requests > 0 {
+			sum.ErrorRate = float64(sum.Errors) / float64(sum.Requests)
+		}
+		var enc string
+		if merged.TotalCount() > 0 {
+			sum.Latency = metrics.LatencyOf(merged, 0)
+			enc, _ = metrics.EncodeHist(merged)
+		}
+		b, _ := json.Marshal(sum)
+		if err := st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(time.Duration(secs)*time.Second), store.Progress{}, b, []byte(enc), ""); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, r.ID)
 	}
 	return path, ids
+}
+
+// seedDB stores runs of one plan: 40 seconds each, latencies lognormal around the given medians.
+func seedDB(t *testing.T, medians ...float64) (string, []int64) {
+	t.Helper()
+	return seedRuns(t, 5, 40, len(medians), 5, func(i, _ int, rng *rand.Rand, smp *metrics.Sample, h *hdr.Histogram) {
+		for range 300 {
+			_ = h.RecordValue(int64(medians[i] * 1000 * math.Exp(0.4*rng.NormFloat64())))
+		}
+		rps := 500 * (1 + 0.03*rng.NormFloat64())
+		smp.RPS, smp.Requests, smp.Successes = rps, int64(rps), int64(rps)
+		smp.Client = metrics.ClientSample{CPUPercent: 30, RSSBytes: 30 << 20}
+	})
 }
 
 func writeSummary(t *testing.T, dir, name string, s metrics.Summary) string {

@@ -25,10 +25,10 @@ func badRequest(format string, args ...any) *Error {
 
 // runQueryParams are the query parameters GET /api/runs understands; any other is refused, so a
 // misspelt filter is an error instead of an unfiltered list.
-var runQueryParams = []string{"plan_id", "status", "tag", "from", "to", "thresholds", "sort", "order", "limit", "offset"}
+var runQueryParams = []string{"plan_id", "status", "tag", "from", "to", "thresholds", "outcome", "sort", "order", "limit", "offset"}
 
-// runFilter reads GET /api/runs' query: plan_id, status, tag, from, to, thresholds, sort, order,
-// limit, offset.
+// runFilter reads GET /api/runs' query: plan_id, status, tag, from, to, thresholds, outcome
+// (repeated or a comma list), sort, order, limit, offset.
 func runFilter(c *gin.Context) (store.RunFilter, error) {
 	f := store.RunFilter{Status: c.Query("status"), Tag: c.Query("tag"), Thresholds: c.Query("thresholds"),
 		Sort: c.Query("sort"), Order: c.Query("order")}
@@ -77,6 +77,18 @@ func runFilter(c *gin.Context) (store.RunFilter, error) {
 	case "", store.ThresholdsPassed, store.ThresholdsFailed:
 	default:
 		return f, badRequest("thresholds must be passed or failed")
+	}
+	for _, v := range c.QueryArray("outcome") {
+		for o := range strings.SplitSeq(v, ",") {
+			if !slices.Contains(store.RunOutcomes, o) {
+				e := badRequest("outcome must be one of %s (repeated or a comma list)", strings.Join(store.RunOutcomes, ", "))
+				e.Fields = map[string]string{"outcome": fmt.Sprintf("%q is not one of %s", o, strings.Join(store.RunOutcomes, ", "))}
+				return f, e
+			}
+			if !slices.Contains(f.Outcomes, o) {
+				f.Outcomes = append(f.Outcomes, o)
+			}
+		}
 	}
 	if f.Sort != "" && !slices.Contains(store.SortColumns, f.Sort) {
 		return f, badRequest("sort must be one of %s", strings.Join(store.SortColumns, ", "))

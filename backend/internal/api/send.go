@@ -23,7 +23,7 @@ const maxSends = 2
 // request to send, and optionally the stored plan whose masked secret header values it keeps.
 type sendBody struct {
 	Plan    json.RawMessage `json:"plan"`
-	Request int             `json:"request"`
+	Request *int            `json:"request"` // required: 0 is the first request
 	PlanID  int64           `json:"plan_id,omitempty"`
 }
 
@@ -71,6 +71,11 @@ func (s *Server) sendRequest(c *gin.Context) (int, any, error) {
 		return 0, nil, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "plan is required",
 			Fields: map[string]string{"plan": "required"}}
 	}
+	if in.Request == nil {
+		return 0, nil, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "request (the index of the request to send, 0 for the first) is required",
+			Fields: map[string]string{"request": "required"}}
+	}
+	idx := *in.Request
 	var stored *plan.Plan
 	if in.PlanID != 0 {
 		sp, err := s.store.GetPlan(c.Request.Context(), in.PlanID)
@@ -91,13 +96,27 @@ func (s *Server) sendRequest(c *gin.Context) (int, any, error) {
 		return 0, nil, err
 	}
 	p := cp.Plan
-	if in.Request < 0 || in.Request >= len(p.Requests) {
+	if idx < 0 || idx >= len(p.Requests) {
 		return 0, nil, &Error{Status: http.StatusBadRequest, Code: "bad_request",
-			Message: fmt.Sprintf("request %d: the plan has %d request(s)", in.Request, len(p.Requests)),
+			Message: fmt.Sprintf("request %d: the plan has %d request(s)", idx, len(p.Requests)),
 			Fields:  map[string]string{"request": "out of range"}}
 	}
-	if err := s.checkPlan(p); err != nil {
+	r := p.Requests[idx]
+	target := "plan (unsaved)"
+	if in.PlanID != 0 {
+		target = fmt.Sprintf("plan %d", in.PlanID)
+	}
+	detail := map[string]any{"plan_id": in.PlanID, "plan_name": p.Name, "request": r.Name, "host": plan.URLOrigin(r.URL)}
+	// refused audits a send that was not made (the target policy or the server's caps refused the
+	// plan, or too many sends at once), with the same detail as one that was.
+	refused := func(err error) (int, any, error) {
+		detail["outcome"] = "refused"
+		detail["error"] = err.Error()
+		s.audit(c, auth.ActPlanSend, target, detail)
 		return 0, nil, err
+	}
+	if err := s.checkPlan(p); err != nil {
+		return refused(err)
 	}
 	if names := p.SecretNames(); len(names) > 0 {
 		if p.Secrets, err = s.store.SecretValues(c.Request.Context(), names); err != nil {
@@ -111,21 +130,16 @@ func (s *Server) sendRequest(c *gin.Context) (int, any, error) {
 	case s.sendSlots <- struct{}{}:
 		defer func() { <-s.sendSlots }()
 	default:
-		return 0, nil, errf(http.StatusTooManyRequests, "too_many_sends", "%d test requests are being sent; try again when one ends", maxSends)
+		return refused(errf(http.StatusTooManyRequests, "too_many_sends", "%d test requests are being sent; try again when one ends", maxSends))
 	}
 	// The request may take its whole timeout: the answer's write must not be cut off before.
 	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(engine.SendMaxTimeout + 10*time.Second))
-	r := p.Requests[in.Request]
-	res, err := engine.SendOne(c.Request.Context(), cp, in.Request, engine.Options{Policy: s.policy})
+	res, err := engine.SendOne(c.Request.Context(), cp, idx, engine.Options{Policy: s.policy})
 	if err != nil {
 		return 0, nil, err
 	}
-	target := "plan (unsaved)"
-	if in.PlanID != 0 {
-		target = fmt.Sprintf("plan %d", in.PlanID)
-	}
-	s.audit(c, auth.ActPlanSend, target, map[string]any{"plan_id": in.PlanID, "plan_name": p.Name,
-		"request": r.Name, "host": plan.URLOrigin(r.URL), "status": res.Status, "kind": res.Kind.String()})
+	detail["outcome"], detail["status"], detail["kind"] = "sent", res.Status, res.Kind.String()
+	s.audit(c, auth.ActPlanSend, target, detail)
 	return http.StatusOK, toSendJSON(r.Name, res), nil
 }
 

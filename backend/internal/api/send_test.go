@@ -164,7 +164,80 @@ func TestSendTestRequestRoleAndAudit(t *testing.T) {
 		}
 	}
 	d, _ := json.Marshal(last)
-	if last == nil || last["actor"] != "tom" || !strings.Contains(string(d), `"host":"`+tg.URL+`"`) {
+	if last == nil || last["actor"] != "tom" || !strings.Contains(string(d), `"host":"`+tg.URL+`"`) || !strings.Contains(string(d), `"outcome":"sent"`) {
 		t.Errorf("audit entry %s", d)
+	}
+
+	// A send the target policy refuses is audited too, with its outcome and why.
+	metadata := sendBody(`{"name":"r","requests":[{"name":"meta","url":"http://169.254.169.254/latest"}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}`, 0, 0)
+	if st, m, _ := a.do(tom, "POST", "/api/plans/send", metadata); st != 400 {
+		t.Fatalf("a send to the cloud metadata address: %d %v", st, m)
+	}
+	last = nil
+	for _, e := range auditEntries(a, ann) {
+		if e["action"] == "plan.send" {
+			last = e
+		}
+	}
+	d, _ = json.Marshal(last)
+	if last == nil || last["actor"] != "tom" || !strings.Contains(string(d), `"outcome":"refused"`) ||
+		!strings.Contains(string(d), `"request":"meta"`) || !strings.Contains(string(d), `"error":"`) {
+		t.Errorf("refused send's audit entry %s", d)
+	}
+}
+
+// A send refused for too many at once (429) is audited with its outcome, like one that was sent.
+func TestSendTestRequestRefusedIsAudited(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	a := newAuthApp(t, false, true)
+	ann, tom := a.login("ann", annPW), a.login("tom", tomPW)
+	body := sendBody(fmt.Sprintf(`{"name":"b","requests":[{"name":"slow","url":%q}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"},"http":{"timeout":"20s"}}`, tg.URL+"/"), 0, 0)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { a.do(tom, "POST", "/api/plans/send", body) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); tg.Requests() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the target saw %d requests", tg.Requests())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st, _, _ := a.do(tom, "POST", "/api/plans/send", body)
+	once.Do(func() { close(release) })
+	wg.Wait()
+	if st != http.StatusTooManyRequests {
+		t.Fatalf("third send: %d", st)
+	}
+	var sent, refused int
+	for _, e := range auditEntries(a, ann) {
+		if e["action"] != "plan.send" {
+			continue
+		}
+		d, _ := json.Marshal(e)
+		switch {
+		case strings.Contains(string(d), `"outcome":"sent"`):
+			sent++
+		case strings.Contains(string(d), `"outcome":"refused"`) && strings.Contains(string(d), "test requests are being sent") && strings.Contains(string(d), `"request":"slow"`):
+			refused++
+		default:
+			t.Errorf("audit entry %s", d)
+		}
+	}
+	if sent != 2 || refused != 1 {
+		t.Errorf("audited %d sent and %d refused sends, want 2 and 1", sent, refused)
+	}
+}
+
+// The request index is required: a body without it is a 400 naming the field, not request 0.
+func TestSendTestRequestNeedsItsIndex(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	a := newApp(t)
+	st, m := a.do("POST", "/api/plans/send", fmt.Sprintf(`{"plan":{"name":"r","requests":[{"url":%q}],"load":{"executor":"constant-vus","vus":1,"duration":"1s"}}}`, tg.URL+"/"))
+	fields, _ := m["error"].(map[string]any)["fields"].(map[string]any)
+	if st != 400 || fields["request"] != "required" || tg.Requests() != 0 {
+		t.Errorf("no request index: %d %v, target saw %d requests", st, m, tg.Requests())
 	}
 }

@@ -42,6 +42,9 @@ type httpConn struct {
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 
 	wroteAt, first time.Duration // the request's write ended; its answer's first byte came (timing.go)
+	// head, set for a test request only (SendOne), keeps the first sendHeadBytes bytes read: the
+	// response's head, shown even when it cannot be parsed as a run would (keepHead).
+	head *[]byte
 }
 
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and

@@ -96,17 +96,37 @@ func (v *vu) closedLoop(more func(it int) bool) {
 // outOfFilesPause is how long a closed-model VU waits after its connect failed for want of file
 // descriptors (too_many_open_files). Retrying at once cannot succeed until other sockets close: a
 // run with more VUs than the open-files limit allows otherwise spins through millions of such
-// failures a second, burning the CPU and memory the working VUs need. Target failures (refused,
-// timed out, reset) are not paused: they are the target's answer and are counted as they come.
+// failures a second, burning the CPU and memory the working VUs need.
 const outOfFilesPause = 100 * time.Millisecond
 
-// pause holds a closed-model VU after an iteration that ran out of file descriptors.
+// Backoff of a closed-model VU whose connections keep failing at once (connect_refused,
+// blocked_target: a dead port or a refused address answers in microseconds, so one VU would
+// otherwise dial ~10 000 times a second): after its n-th failure in a row it waits
+// connFailPauseMin·2^(n-1), at most connFailPauseMax — 1, 2, 4 … 64, then 100 ms — and the first
+// request that gets a connection resets it. Every attempt is still sent and counted; only the
+// pace of a VU that cannot connect drops (to ~10 attempts a second). Open models are not paused:
+// their arrivals are scheduled, and each one is counted as it comes.
+const (
+	connFailPauseMin = time.Millisecond
+	connFailPauseMax = 100 * time.Millisecond
+)
+
+// pause holds a closed-model VU after an iteration that ran out of file descriptors, or whose
+// connection failed at once (connFails in a row, see connFailPauseMin). The pause ends early when
+// the run stops, and never outlasts the run's duration.
 func (v *vu) pause() {
-	if !v.outOfFiles {
+	var d time.Duration
+	switch {
+	case v.outOfFiles:
+		v.outOfFiles = false
+		d = outOfFilesPause
+	case v.connFails > 0:
+		d = min(connFailPauseMin<<(v.connFails-1), connFailPauseMax)
+	default:
 		return
 	}
-	v.outOfFiles = false
-	for d := outOfFilesPause; d > 0 && !v.e.stop.Load(); d -= parkStep {
+	d = min(d, v.e.endAt-v.e.now())
+	for ; d > 0 && !v.e.stop.Load(); d -= parkStep {
 		time.Sleep(min(d, parkStep))
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -103,6 +105,8 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 	v.state.Store(inFlight)
 	v.prepare(r)
 	v.arm(timeout)
+	var head []byte // the response's first bytes, for keepHead
+	r.client.head = &head
 	t0 := time.Now()
 	body, err := v.exchange(r.client, r.outgoing())
 	// The phases of the first exchange, as a run measures them (timing.go).
@@ -132,6 +136,9 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 		res.Err = kind.String()
 	}
 	if kind != metrics.KindNone && !(kind == metrics.RedirectLoop || kind == metrics.BodyTooLarge) {
+		if !res.Redirected {
+			res.keepHead(head, kind)
+		}
 		return res, nil
 	}
 	res.Status = v.resp.StatusCode()
@@ -162,4 +169,48 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 		}
 	}
 	return res, nil
+}
+
+// sendHeadBytes is how much of a test response's first bytes httpConn.head keeps: its status line
+// and as many header fields as SendResult shows.
+const sendHeadBytes = SendMaxHeaderBytes
+
+// keepHead fills the status and headers of a test request that failed after its answer began
+// (a header larger than a run accepts, a body cut off by the timeout or the connection) from the
+// response's first bytes as received: the status line and the complete header fields among
+// them, bounded as usual, HeadersTruncated set when the head went on beyond them. Err names the
+// failure. Nothing changes when no status line arrived.
+func (res *SendResult) keepHead(head []byte, kind metrics.ErrorKind) {
+	lines := strings.Split(string(head), "\r\n")
+	f := strings.Fields(lines[0])
+	if len(lines) < 2 || len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
+		return
+	}
+	status, err := strconv.Atoi(f[1])
+	if err != nil || status < 100 || status > 999 {
+		return
+	}
+	res.Status = status
+	complete, size := false, 0
+	for _, l := range lines[1 : len(lines)-1] { // the last piece is not a whole line
+		if l == "" {
+			complete = true
+			break
+		}
+		name, val, ok := strings.Cut(l, ":")
+		size += len(name) + len(val)
+		if !ok || len(res.Headers) >= SendMaxHeaders || size > SendMaxHeaderBytes {
+			break
+		}
+		res.Headers = append(res.Headers, [2]string{name, strings.TrimSpace(val)})
+	}
+	res.HeadersTruncated = !complete
+	switch {
+	case kind == metrics.HeaderTooLarge:
+		res.Err = fmt.Sprintf("the response header is larger than %d bytes, the most a run reads (a run counts it as %s): the status and the first %d header fields are shown", readBufferSize, kind, len(res.Headers))
+	case complete:
+		res.Err = fmt.Sprintf("%s while reading the body, after the status and headers: %s", kind, res.Err)
+	default:
+		res.Err = fmt.Sprintf("%s while reading the header: %s", kind, res.Err)
+	}
 }

@@ -122,14 +122,7 @@ func TestSendOneBodyBounds(t *testing.T) {
 
 // The plan's timeout cuts a request off as a timeout; so does the caller's context.
 func TestSendOneTimeout(t *testing.T) {
-	release := make(chan struct{})
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	defer close(release)
+	tg := stallingTarget(t, nil)
 	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +185,69 @@ func TestSendOneTLSAndRedirect(t *testing.T) {
 	if res.Kind != metrics.TLS || res.Status != 0 || res.Timing.Wait != 0 {
 		t.Errorf("verified: kind %v %q status %d timing %+v", res.Kind, res.Err, res.Status, res.Timing)
 	}
+}
+
+// A response header larger than a run reads (4 KiB) is header_too_large, as a run counts it, but
+// the answer is not hidden: the status and the header fields that fit are shown, marked as cut,
+// and the message says why.
+func TestSendOneHugeHeaderShowsWhatFits(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		for i := range 40 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%02d", i), strings.Repeat("v", 200)) // 8 KiB in all
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kind != metrics.HeaderTooLarge || res.Status != http.StatusAccepted || !res.HeadersTruncated ||
+		len(res.Headers) == 0 || len(res.Headers) >= 40 || !strings.Contains(res.Err, "larger than 4096 bytes") {
+		t.Fatalf("kind %v status %d, %d headers (cut %v), message %q", res.Kind, res.Status, len(res.Headers), res.HeadersTruncated, res.Err)
+	}
+	for _, h := range res.Headers {
+		if strings.HasPrefix(h[0], "X-Pad-") && h[1] != strings.Repeat("v", 200) {
+			t.Errorf("header %s: %d bytes, want the whole value", h[0], len(h[1]))
+		}
+	}
+}
+
+// A body cut off by the timeout keeps the status and headers already received and names the
+// error.
+func TestSendOneBodyTimeoutKeepsTheHead(t *testing.T) {
+	tg := stallingTarget(t, func(w http.ResponseWriter) {
+		w.Header().Set("X-Before", "body")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "part of it")
+		w.(http.Flusher).Flush()
+	})
+	res, err := SendOne(context.Background(), sendPlan(t, iterationsPlan(tg.URL+"/", 1, "")), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen bool
+	for _, h := range res.Headers {
+		seen = seen || (h[0] == "X-Before" && h[1] == "body")
+	}
+	if res.Kind != metrics.Timeout || res.Status != 200 || !seen || res.HeadersTruncated ||
+		!strings.Contains(res.Err, "timeout while reading the body") {
+		t.Errorf("kind %v status %d headers %v (cut %v) message %q", res.Kind, res.Status, res.Headers, res.HeadersTruncated, res.Err)
+	}
+}
+
+// stallingTarget answers each request with begin (nothing when nil), then holds it until the
+// client goes away or the test ends.
+func stallingTarget(t *testing.T, begin func(http.ResponseWriter)) *testutil.Target {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if begin != nil {
+			begin(w)
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
 }

@@ -60,6 +60,11 @@ func (h *httpConn) Read(b []byte) (int, error) {
 	if n > 0 && h.first == 0 {
 		h.first = h.vu.e.now()
 	}
+	if h.head != nil {
+		if k := min(n, sendHeadBytes-len(*h.head)); k > 0 {
+			*h.head = append(*h.head, b[:k]...)
+		}
+	}
 	return n, err
 }
 

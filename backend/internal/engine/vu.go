@@ -60,7 +60,8 @@ type vu struct {
 	conn     atomic.Pointer[countingConn] // the connection the VU last wrote to
 	dialled  bool                         // the VU has made its first connect (conn.go)
 
-	outOfFiles bool // the last request failed for want of file descriptors (executors.go: pause)
+	outOfFiles bool  // the last request failed for want of file descriptors (executors.go: pause)
+	connFails  uint8 // connections failed at once in a row, at most 8 (executors.go: pause)
 
 	iter        int64    // iterations started by this VU ({{iteration}})
 	row         [][]byte // the data row of the current iteration
@@ -371,6 +372,11 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		return
 	}
 	v.outOfFiles = kind == metrics.TooManyOpenFiles
+	if kind == metrics.ConnectRefused || kind == metrics.BlockedTarget {
+		v.connFails = min(v.connFails+1, 8) // 2^7 ms > connFailPauseMax
+	} else {
+		v.connFails = 0
+	}
 	o := metrics.Outcome{Kind: kind}
 	if kind == metrics.KindNone || kind == metrics.RedirectLoop && v.resp.StatusCode() > 0 {
 		status := v.resp.StatusCode()

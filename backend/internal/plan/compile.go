@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -281,7 +283,10 @@ func (c *Compiled) compileRequest(cr *CompiledRequest, r *Request, data, extract
 	if cr.Body, err = CompileTemplate(r.Body, data, extract); err != nil {
 		return err
 	}
-	for k, val := range r.Headers {
+	// In the plan's order: a stored plan's headers object is written in name order (Marshal), so
+	// they are sent in that order, the same on every run and test request (a map has none).
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+		val := r.Headers[k]
 		t, err := CompileTemplate(val, data, extract)
 		if err != nil {
 			return err

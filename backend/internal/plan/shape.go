@@ -132,13 +132,23 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
+// errNoScheme is the problem of a URL without "://", with a URL parseURL accepts as the example.
+const errNoScheme = "must start with http:// or https:// and name a host (e.g. http://127.0.0.1:8080/)"
+
 // parseURL accepts absolute http and https URLs with a host.
 func parseURL(raw string) (*url.URL, error) {
 	if !strings.Contains(raw, "://") {
+		// Suggest the URL with http:// in front only when that URL is itself accepted: a host
+		// written as a {{placeholder}} ("{{base}}/") never is.
 		if raw != "" && !strings.ContainsAny(raw, " \t") {
-			return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://%s)", raw)
+			if _, err := parseURL("http://" + raw); err == nil {
+				return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://%s)", raw)
+			}
 		}
-		return nil, fmt.Errorf("must start with http:// or https:// (e.g. http://127.0.0.1:8080/)")
+		if strings.Contains(raw, "{{") {
+			return nil, fmt.Errorf("%s; a {{placeholder}} can stand in the path or query, not for the host", errNoScheme)
+		}
+		return nil, fmt.Errorf("%s", errNoScheme)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"time"
@@ -66,6 +67,12 @@ type Topics interface {
 type HubSink struct {
 	Hub Topics
 	Log *slog.Logger
+	// Runs, when set, is where Finish reads the ended run's plan (id and name), notes and tags
+	// for the summary message; the run is stored by then (StoreSink comes first). Without it, or
+	// when the read fails, those fields stay zero.
+	Runs interface {
+		GetRun(ctx context.Context, id int64) (*store.Run, error)
+	}
 }
 
 // Start implements runner.Sink: the run's topic opens before its id reaches any client.
@@ -91,6 +98,13 @@ func (k *HubSink) Failing(runID int64, err error) {
 // Finish implements runner.Sink: the summary message ends the topic.
 func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error) {
 	r := Run{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC()), Error: endMessage(sum, runErr)}
+	if k.Runs != nil {
+		if st, err := k.Runs.GetRun(context.Background(), runID); err == nil {
+			r.PlanID, r.PlanName, r.Notes, r.Tags = st.PlanID, st.PlanName, st.Notes, st.Tags
+		} else {
+			k.Log.Error("summary message: read the run's plan", "run", runID, "err", err)
+		}
+	}
 	var data []byte
 	if sum != nil {
 		data, _ = json.Marshal(sum)

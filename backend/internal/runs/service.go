@@ -79,7 +79,7 @@ func Wire(c Config) (*Service, *runner.Runner) {
 		c.Log = slog.Default()
 	}
 	ss := &StoreSink{W: c.Store, Log: c.Log, BufferFor: c.BufferFor}
-	rn := runner.New(c.Log, ss, &HubSink{Hub: c.Hub, Log: c.Log})
+	rn := runner.New(c.Log, ss, &HubSink{Hub: c.Hub, Log: c.Log, Runs: c.Store})
 	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	rn.SetTargetPolicy(c.Policy)
 	return New(c.Store, rn, c.Log), rn

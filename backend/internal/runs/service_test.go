@@ -208,8 +208,9 @@ func TestServiceRunsAPlanFromStartToDelete(t *testing.T) {
 			t.Errorf("live message %d: %s %s; stored %s", i, live[i].Type, live[i].Data, smp.Data)
 		}
 	}
-	if sum := live[len(live)-1]; sum.Run["status"] != "finished" || sum.Run["requests"] != float64(ended.Requests) {
-		t.Errorf("summary run %v; stored %q, %d requests", sum.Run, ended.Status, ended.Requests)
+	if sum := live[len(live)-1]; sum.Run["status"] != "finished" || sum.Run["requests"] != float64(ended.Requests) ||
+		sum.Run["plan_id"] != float64(pid) || sum.Run["plan_name"] != sp.Name {
+		t.Errorf("summary run %v; stored %q, %d requests, plan %d %q", sum.Run, ended.Status, ended.Requests, pid, sp.Name)
 	}
 
 	merged := metrics.NewHist()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -58,6 +59,9 @@ type RunFilter struct {
 	To     time.Time // started_at < To
 	// Thresholds is "passed" (thresholds_ok true), "failed" (false) or "" (any, NULL included).
 	Thresholds string
+	// Outcomes selects the ended runs with one of these outcomes (RunOutcomes; the runs.outcome
+	// column, metrics.OutcomeOf); empty: any, running runs included.
+	Outcomes []string
 	// Sort is one of SortColumns ("" = started_at); Order is "asc" or "desc" ("" = desc). Ties
 	// are broken by id in the same direction.
 	Sort   string
@@ -266,6 +270,14 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, int64, error)
 		q = q.Where("thresholds_ok = 0")
 	default:
 		return nil, 0, fmt.Errorf("store: list runs: thresholds filter %q is not passed or failed", f.Thresholds)
+	}
+	if len(f.Outcomes) > 0 {
+		for _, o := range f.Outcomes {
+			if !slices.Contains(RunOutcomes, o) {
+				return nil, 0, fmt.Errorf("store: list runs: outcome %q is not one of %v", o, RunOutcomes)
+			}
+		}
+		q = q.Where("outcome IN ?", f.Outcomes)
 	}
 	var total int64
 	if err := q.Session(&gorm.Session{}).Count(&total).Error; err != nil {

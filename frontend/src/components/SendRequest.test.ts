@@ -98,4 +98,29 @@ describe('SendRequest', () => {
     expect(container.querySelector('[role=alert]')!.textContent).toContain('try again');
     expect(container.querySelector('[data-testid=send-result-0]')).toBeNull();
   });
+
+  it('a header over 4 KiB still shows the status, the fields that fit and that they were cut', async () => {
+    server(200, {
+      ...ok,
+      kind: 'header_too_large',
+      message: 'the response header is larger than 4096 bytes, the most a run reads (a run counts it as header_too_large): the status and the first 19 header fields are shown',
+      status: 202,
+      headers: [['X-Pad-00', 'v']],
+      headers_truncated: true,
+      body: '',
+      body_bytes: 0,
+      body_truncated: false,
+      checks: [],
+    });
+    const { container, getByTestId } = render(SendRequest, { plan, index: 0 });
+    await fireEvent.click(getByTestId('send-0'));
+    await waitFor(() => expect(container.querySelector('[data-testid=send-result-0]')).not.toBeNull());
+    const res = container.querySelector('[data-testid=send-result-0]')!;
+    expect(res.querySelector('.status')!.textContent).toBe('202');
+    expect(res.textContent).toContain('header_too_large');
+    expect(res.textContent).toContain('larger than 4096 bytes');
+    const cut = container.querySelector('[data-testid=send-headers-cut-0]')!;
+    expect(cut.closest('details')).toBeNull(); // seen without opening the headers
+    expect(cut.textContent).toContain('cut');
+  });
 });

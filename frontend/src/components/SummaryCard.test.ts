@@ -124,3 +124,43 @@ describe('SummaryCard, new fields', () => {
     expect(container.textContent).toContain('The knee is at 5 VUs');
   });
 });
+
+describe('SummaryCard, the verdict', () => {
+  const dead = wireSummary({
+    requests: 14482, successes: 0, errors: 14482, duration_s: 1, rps: 14482, seconds: 1,
+    error_kinds: { connect_refused: 14482 }, status_codes: {}, client: { cpu_percent_avg: 50, cpu_percent_max: 60, rss_bytes_max: 1 },
+  });
+
+  it('a failed run: red, what failed, no "figures describe the target", throughput not a success figure', () => {
+    const { container } = render(SummaryCard, { summary: dead, outcome: 'failed' });
+    const v = container.querySelector('[data-testid=run-verdict]')!;
+    expect(v.classList.contains('error')).toBe(true);
+    expect(v.textContent).toContain('✗ failed');
+    expect(v.textContent).toContain('connect_refused ×14,482 (100');
+    expect(container.querySelector('[data-testid=generator-trust]')).toBeNull();
+    expect(container.textContent).not.toContain('describe the target');
+    const tp = container.querySelector('[data-testid=summary-throughput]')!;
+    expect(tp.querySelector('.label')!.textContent).not.toContain('Throughput');
+    expect(tp.querySelector('.value.bad')).not.toBeNull();
+    expect(tp.querySelector('[data-testid=summary-success-rate]')!.textContent).toBe('successful 0/s');
+  });
+
+  it('a run with errors: amber, the error count and kinds', () => {
+    const { container } = render(SummaryCard, { summary, outcome: 'finished_with_errors' });
+    const v = container.querySelector('[data-testid=run-verdict]')!;
+    expect(v.classList.contains('warn')).toBe(true);
+    expect(v.textContent).toContain('56 of 123,456 requests failed');
+    expect(v.textContent).toContain('status_5xx ×50');
+    expect(v.textContent).toContain('1 of 2 thresholds failed');
+    expect(container.querySelector('[data-testid=generator-trust]')).toBeNull();
+  });
+
+  it('a passed run says passed, and the generator note stays', () => {
+    const { container } = render(SummaryCard, { summary: { ...summary, errors: 0, successes: 123456, thresholds: [], seconds: 10, generator_bound_seconds: 0 }, outcome: 'passed' });
+    const v = container.querySelector('[data-testid=run-verdict]')!;
+    expect(v.classList.contains('ok')).toBe(true);
+    expect(v.textContent).toContain('✓ passed');
+    expect(container.querySelector('[data-testid=generator-trust]')).not.toBeNull();
+    expect(container.querySelector('[data-testid=summary-success-rate]')).toBeNull();
+  });
+});

@@ -150,6 +150,8 @@ export interface RunQuery {
   /** RFC 3339: started_at < to. */
   to?: string;
   thresholds?: 'passed' | 'failed' | '';
+  /** Outcomes, one or a comma list (passed, finished_with_errors, failed). */
+  outcome?: string;
   sort?: string;
   order?: 'asc' | 'desc' | '';
   limit?: number;

@@ -15,7 +15,7 @@ const parse = (s: string) => parseHistoryQuery(new URLSearchParams(s));
 
 describe('history URL state ⇄ filters', () => {
   it('reads every filter, sort and page from the hash query', () => {
-    const f = parse('plan_id=3&status=finished&tag=baseline&from=2026-11-01&to=2026-11-30&thresholds=failed&sort=p95_ms&order=asc&offset=100');
+    const f = parse('plan_id=3&status=finished&tag=baseline&from=2026-11-01&to=2026-11-30&thresholds=failed&outcome=failed,finished_with_errors&sort=p95_ms&order=asc&offset=100');
     expect(f).toEqual({
       plan_id: '3',
       status: 'finished',
@@ -23,6 +23,7 @@ describe('history URL state ⇄ filters', () => {
       from: '2026-11-01',
       to: '2026-11-30',
       thresholds: 'failed',
+      outcome: 'finished_with_errors,failed',
       sort: 'p95_ms',
       order: 'asc',
       offset: 100,
@@ -33,6 +34,7 @@ describe('history URL state ⇄ filters', () => {
     const views = [
       DEFAULT_FILTERS,
       { ...DEFAULT_FILTERS, plan_id: '7', tag: 'v1.2-rc_1', thresholds: 'passed' as const },
+      { ...DEFAULT_FILTERS, outcome: 'passed,failed' },
       { ...DEFAULT_FILTERS, from: '2026-01-31', sort: 'rps' as const, order: 'desc' as const, offset: 50 },
       { ...DEFAULT_FILTERS, sort: 'started_at' as const, order: 'asc' as const },
     ];
@@ -51,10 +53,11 @@ describe('history URL state ⇄ filters', () => {
   });
 
   it('drops what is not valid instead of sending it to the server', () => {
-    expect(parse('plan_id=abc&status=weird&tag=Bad Tag!&from=2026-02-30&to=yesterday&thresholds=maybe&sort=name&order=up&offset=-5')).toEqual(
+    expect(parse('plan_id=abc&status=weird&tag=Bad Tag!&from=2026-02-30&to=yesterday&thresholds=maybe&outcome=ok,,nope&sort=name&order=up&offset=-5')).toEqual(
       DEFAULT_FILTERS,
     );
     expect(parse('tag=BASELINE').tag).toBe('baseline');
+    expect(parse('outcome=failed,bogus,failed').outcome).toBe('failed');
   });
 
   it('goes back to the first page on a filter change but not on paging', () => {
@@ -72,15 +75,15 @@ describe('history URL state ⇄ filters', () => {
   });
 
   it('maps to GET /api/runs parameters: days become local-midnight RFC 3339, `to` inclusive', () => {
-    const q = toRunQuery(parse('plan_id=2&from=2026-11-01&to=2026-11-30&thresholds=passed&sort=rps&order=asc&offset=50'));
+    const q = toRunQuery(parse('plan_id=2&from=2026-11-01&to=2026-11-30&thresholds=passed&outcome=failed&sort=rps&order=asc&offset=50'));
     expect(q.plan_id).toBe('2');
     expect(q.from).toBe(new Date(2026, 10, 1).toISOString().replace('.000Z', 'Z'));
     expect(q.to).toBe(new Date(2026, 11, 1).toISOString().replace('.000Z', 'Z'));
-    expect(q).toMatchObject({ thresholds: 'passed', sort: 'rps', order: 'asc', limit: 50, offset: 50 });
+    expect(q).toMatchObject({ thresholds: 'passed', outcome: 'failed', sort: 'rps', order: 'asc', limit: 50, offset: 50 });
     expect(dayStart('2026-12-31', 1)).toBe(new Date(2027, 0, 1).toISOString().replace('.000Z', 'Z'));
     // the default order is the server's: not sent
     expect(toRunQuery(DEFAULT_FILTERS)).toEqual({
-      plan_id: undefined, status: undefined, tag: undefined, from: undefined, to: undefined, thresholds: undefined,
+      plan_id: undefined, status: undefined, tag: undefined, from: undefined, to: undefined, thresholds: undefined, outcome: undefined,
       sort: undefined, order: undefined, limit: 50, offset: undefined,
     });
   });

@@ -3,6 +3,7 @@
 // invalid falls back to the default), historyPath writes it back with the defaults left out, and
 // toRunQuery turns it into GET /api/runs parameters.
 import type { RunQuery } from './api';
+import { RUN_OUTCOMES } from './contract.gen';
 
 export const PAGE_SIZE = 50;
 export const STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
@@ -25,6 +26,8 @@ export interface HistoryFilters {
   from: string;
   to: string;
   thresholds: ThresholdFilter;
+  /** Outcomes, a comma list in RUN_OUTCOMES order ('' = any), sent to the API as it is. */
+  outcome: string;
   sort: SortKey;
   order: Order;
   offset: number;
@@ -37,6 +40,7 @@ export const DEFAULT_FILTERS: Readonly<HistoryFilters> = {
   from: '',
   to: '',
   thresholds: '',
+  outcome: '',
   sort: 'started_at',
   order: 'desc',
   offset: 0,
@@ -48,6 +52,12 @@ export function isDay(s: string): boolean {
   if (!m) return false;
   const d = new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
   return d.getFullYear() === Number(m[1]) && d.getMonth() === Number(m[2]) - 1 && d.getDate() === Number(m[3]);
+}
+
+/** parseOutcomes keeps the known outcomes of a comma list, each once, in RUN_OUTCOMES order ('' if none). */
+export function parseOutcomes(list: string): string {
+  const given = list.split(',').map((s) => s.trim());
+  return RUN_OUTCOMES.filter((o) => given.includes(o)).join(',');
 }
 
 export function parseHistoryQuery(q: URLSearchParams): HistoryFilters {
@@ -66,6 +76,7 @@ export function parseHistoryQuery(q: URLSearchParams): HistoryFilters {
     from: isDay(get('from')) ? get('from') : '',
     to: isDay(get('to')) ? get('to') : '',
     thresholds: th === 'passed' || th === 'failed' ? th : '',
+    outcome: parseOutcomes(get('outcome')),
     sort: (SORT_KEYS as readonly string[]).includes(sort) ? (sort as SortKey) : DEFAULT_FILTERS.sort,
     order: order === 'asc' || order === 'desc' ? order : DEFAULT_FILTERS.order,
     offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
@@ -81,6 +92,7 @@ export function historyPath(f: HistoryFilters): string {
   if (f.from) p.set('from', f.from);
   if (f.to) p.set('to', f.to);
   if (f.thresholds) p.set('thresholds', f.thresholds);
+  if (f.outcome) p.set('outcome', f.outcome);
   if (f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order) {
     p.set('sort', f.sort);
     p.set('order', f.order);
@@ -102,7 +114,7 @@ export function sortBy(f: HistoryFilters, key: SortKey): HistoryFilters {
 }
 
 export function hasFilters(f: HistoryFilters): boolean {
-  return Boolean(f.plan_id || f.status || f.tag || f.from || f.to || f.thresholds);
+  return Boolean(f.plan_id || f.status || f.tag || f.from || f.to || f.thresholds || f.outcome);
 }
 
 /** dayStart is local midnight of a YYYY-MM-DD day, as RFC 3339 UTC without milliseconds. */
@@ -120,6 +132,7 @@ export function toRunQuery(f: HistoryFilters, limit = PAGE_SIZE): RunQuery {
     from: f.from ? dayStart(f.from) : undefined,
     to: f.to ? dayStart(f.to, 1) : undefined,
     thresholds: f.thresholds || undefined,
+    outcome: f.outcome || undefined,
     sort: f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order ? f.sort : undefined,
     order: f.sort !== DEFAULT_FILTERS.sort || f.order !== DEFAULT_FILTERS.order ? f.order : undefined,
     limit,

@@ -18,11 +18,11 @@ describe('RunTracker (the stop race)', () => {
     expect(shown?.plan?.name).toBe('p'); // kept: the stop answer has no plan
   });
 
-  it("the summary message's run (no plan id, name, notes or tags) keeps those of the GET", () => {
+  it("the summary message's run carries the plan id, name, notes and tags like a GET", () => {
     const t = new RunTracker();
     t.apply(at({ plan_id: 4, plan_name: 'p', notes: 'n', tags: ['a'] }), 'fetch');
-    const shown = t.apply(at({ plan_id: 0, plan_name: '', notes: '', tags: [], status: 'finished', requests: 9 }), 'summary');
-    expect(shown).toMatchObject({ plan_id: 4, plan_name: 'p', notes: 'n', tags: ['a'], status: 'finished', requests: 9 });
+    const shown = t.apply(at({ plan_id: 4, plan_name: 'p2', notes: 'n2', tags: ['b'], status: 'finished', requests: 9 }), 'summary');
+    expect(shown).toMatchObject({ plan_id: 4, plan_name: 'p2', notes: 'n2', tags: ['b'], status: 'finished', requests: 9 });
   });
 
   it('an older GET (still running) answered after the run ended changes nothing', () => {

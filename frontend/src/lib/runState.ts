@@ -4,8 +4,8 @@
 // after the summary. The rules:
 //   1. a terminal status (finished, stopped, failed, interrupted) is never replaced by "running";
 //   2. once the summary message has given the run's final status, that status wins over any fetch;
-//   3. the summary message's run carries the run's status, times and totals but not its plan or
-//      annotations (plan_id 0, plan_name "", notes "", tags []): those stay as a GET gave them.
+//   3. the summary message's run is the whole run (status, times, totals, plan id and name, notes,
+//      tags, as stored when it ended), so it replaces those fields like a GET does.
 import type { Run } from './types';
 
 export const TERMINAL_STATUSES = ['finished', 'stopped', 'failed', 'interrupted'] as const;
@@ -35,12 +35,6 @@ export class RunTracker {
       return this.run;
     }
     const merged: Run = { ...cur, ...next };
-    if (source === 'summary') {
-      merged.plan_id = cur.plan_id;
-      merged.plan_name = cur.plan_name;
-      merged.notes = cur.notes;
-      merged.tags = cur.tags;
-    }
     if (next.summary === undefined || (next.summary === null && cur.summary)) merged.summary = cur.summary;
     if (next.plan === undefined) merged.plan = cur.plan;
     if (next.thresholds_ok === undefined && cur.thresholds_ok !== undefined) merged.thresholds_ok = cur.thresholds_ok;

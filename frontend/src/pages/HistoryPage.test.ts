@@ -87,18 +87,19 @@ describe('HistoryPage, filters in the URL, compare and delete', () => {
   it('sends every filter of the URL to the API and shows them in the controls', async () => {
     const f = stubRuns();
     const { container } = render(HistoryPage, {
-      query: new URLSearchParams('status=finished&tag=baseline&from=2026-11-01&to=2026-11-02&thresholds=failed&sort=p95_ms&order=asc'),
+      query: new URLSearchParams('status=finished&tag=baseline&from=2026-11-01&to=2026-11-02&thresholds=failed&outcome=failed,finished_with_errors&sort=p95_ms&order=asc'),
     });
     await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(4));
     const url = new URL(String(f.mock.calls.find((c) => String(c[0]).startsWith('/api/runs'))![0]), 'http://x');
     const p = Object.fromEntries(url.searchParams);
-    expect(p).toMatchObject({ status: 'finished', tag: 'baseline', thresholds: 'failed', sort: 'p95_ms', order: 'asc', limit: '50' });
+    expect(p).toMatchObject({ status: 'finished', tag: 'baseline', thresholds: 'failed', outcome: 'finished_with_errors,failed', sort: 'p95_ms', order: 'asc', limit: '50' });
     expect(new Date(p.from).getTime()).toBe(new Date(2026, 10, 1).getTime());
     expect(new Date(p.to).getTime()).toBe(new Date(2026, 10, 3).getTime());
     expect((container.querySelector('#filter-status') as HTMLSelectElement).value).toBe('finished');
     expect((container.querySelector('#filter-tag') as HTMLInputElement).value).toBe('baseline');
     expect((container.querySelector('#filter-from') as HTMLInputElement).value).toBe('2026-11-01');
     expect((container.querySelector('#filter-thresholds') as HTMLSelectElement).value).toBe('failed');
+    expect((container.querySelector('#filter-outcome') as HTMLSelectElement).value).toBe('finished_with_errors,failed');
     expect(container.querySelector('th[aria-sort=ascending] [data-sort=p95_ms]')).not.toBeNull();
   });
 
@@ -112,6 +113,10 @@ describe('HistoryPage, filters in the URL, compare and delete', () => {
     th.value = 'passed';
     await fireEvent.change(th);
     expect(location.hash).toBe('#/runs?plan_id=1&thresholds=passed');
+    const oc = container.querySelector('#filter-outcome') as HTMLSelectElement;
+    oc.value = 'failed';
+    await fireEvent.change(oc);
+    expect(location.hash).toBe('#/runs?plan_id=1&outcome=failed');
     const tag = container.querySelector('#filter-tag') as HTMLInputElement;
     await fireEvent.input(tag, { target: { value: 'Nightly' } });
     await fireEvent.keyDown(tag, { key: 'Enter' });

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+)
+
+// The runs.outcome column (migrations/00009) is metrics.OutcomeOf of the run's stored status,
+// requests, error rate and thresholds, for every combination around the rule's edges (running
+// runs have none), and ListRuns' outcome filter selects exactly the runs with those outcomes.
+func TestOutcomeColumnIsOutcomeOf(t *testing.T) {
+	if !slices.Equal(RunOutcomes, []string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed}) {
+		t.Fatalf("RunOutcomes %v are not metrics' outcomes", RunOutcomes)
+	}
+	s := newStore(t)
+	ctx := t.Context()
+	p := mustPlan(t, s, "p")
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	yes, no := true, false
+	want := map[int64]string{}
+	byOutcome := map[string][]int64{}
+	n := 0
+	for _, status := range []string{StatusFinished, StatusStopped, StatusFailed, StatusInterrupted, StatusRunning} {
+		for _, requests := range []int64{0, 1, 1000} {
+			for _, rate := range []float64{0, 0.01, metrics.MaxPassedErrorRate, metrics.MaxPassedErrorRate + 1e-9, 0.5, 0.999, 1} {
+				for _, thr := range []*bool{nil, &yes, &no} {
+					n++
+					r, err := s.CreateRun(ctx, p.ID, p.Name, []byte(`{}`), t0.Add(time.Duration(n)*time.Second))
+					if err != nil {
+						t.Fatal(err)
+					}
+					prog := Progress{DurationS: 1, Requests: requests, ErrorRate: rate, ThresholdsOK: thr}
+					if status == StatusRunning {
+						prog.ThresholdsOK = nil // set only at the end
+						err = s.AppendSample(ctx, r.ID, Sample{Second: 1, TMs: 1, Data: []byte(`{}`)}, prog)
+					} else {
+						err = s.FinishRun(ctx, r.ID, status, t0, prog, nil, nil, "")
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					o := metrics.OutcomeOf(status, requests, rate, prog.ThresholdsOK)
+					want[r.ID] = o
+					byOutcome[o] = append(byOutcome[o], r.ID)
+				}
+			}
+		}
+	}
+	var rows []struct {
+		ID      int64          `gorm:"column:id"`
+		Outcome sql.NullString `gorm:"column:outcome"`
+	}
+	if err := s.DB().Raw("SELECT id, outcome FROM runs").Scan(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != n {
+		t.Fatalf("%d runs stored, want %d", len(rows), n)
+	}
+	for _, r := range rows {
+		if r.Outcome.String != want[r.ID] || r.Outcome.Valid != (want[r.ID] != "") {
+			t.Errorf("run %d: outcome column %v, OutcomeOf %q", r.ID, r.Outcome, want[r.ID])
+		}
+	}
+	for _, sel := range [][]string{{"passed"}, {"failed"}, {"finished_with_errors"}, {"passed", "finished_with_errors"}} {
+		runs, total, err := s.ListRuns(ctx, RunFilter{Outcomes: sel, Sort: "started_at", Order: "asc", Limit: MaxRunLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, exp []int64
+		for _, r := range runs {
+			got = append(got, r.ID)
+		}
+		for _, o := range sel {
+			exp = append(exp, byOutcome[o]...)
+		}
+		slices.Sort(exp)
+		if !slices.Equal(got, exp) || total != int64(len(exp)) || len(exp) == 0 {
+			t.Errorf("outcome %v: %d runs (total %d) %v, want %d %v", sel, len(got), total, got, len(exp), exp)
+		}
+	}
+	if _, _, err := s.ListRuns(ctx, RunFilter{Outcomes: []string{"ok"}}); err == nil {
+		t.Error("outcome ok accepted")
+	}
+	// The filter reads the index.
+	var plan []struct{ Detail string }
+	if err := s.DB().Raw("EXPLAIN QUERY PLAN SELECT id FROM runs WHERE outcome IN ('failed') ORDER BY started_at DESC LIMIT 50").Scan(&plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	if txt := fmt.Sprint(plan); !strings.Contains(txt, "runs_by_outcome") {
+		t.Errorf("plan %s does not use runs_by_outcome", txt)
+	}
+}
