@@ -41,6 +41,8 @@ type collector struct {
 	hist, lagHist *hdr.Histogram
 	enc           metrics.HistEncoder
 	soFar         *hdr.Histogram // the run so far, for Sample.P95SoFarMs
+
+	fails liveFailures // Sample.Failures (failures.go)
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -107,6 +109,9 @@ func (c *collector) activeVUs() int64 {
 // tick reads the counters and emits the sample for (lastTick, now].
 func (c *collector) tick(now time.Time, final bool) {
 	testPoint("collector", c.k)
+	// Failures before counts: a failure is counted in the recorder before its group
+	// (vu.do), so the groups read here never hold more than the errors read next.
+	c.e.fails.read(&c.fails.now)
 	c.e.rec.Read(c.cur)
 	c.delta.Sub(c.cur, c.prev)
 	c.prev, c.cur = c.cur, c.prev
@@ -175,6 +180,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		}
 		c.nameCur, c.namePrev = c.namePrev, c.nameCur
 	}
+	s.Failures = c.fails.next(c.e.fails)
 	s.Hist = c.enc.Encode(d.Lat)
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
@@ -256,6 +262,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	}
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
+	s.Failures = c.e.fails.groups(&c.fails.now, func(int) bool { return true })
 	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
 	for i, info := range c.e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}

@@ -64,6 +64,8 @@ type vu struct {
 	row         [][]byte // the data row of the current iteration
 	vars        [][]byte // extracted variables, by slot
 	checkCounts []checkCount
+
+	fails vuFailures // failure groups' scratch (failures.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -383,6 +385,9 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	if r.name != nil {
 		r.name.Record(o)
 	}
+	if o.Kind != metrics.KindNone {
+		v.failed(r, o.Kind, o.Status, err)
+	}
 }
 
 // exchange performs one HTTP exchange and returns the response body size. A body is kept (in the
@@ -421,6 +426,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 	v.origin = appendOrigin(v.origin[:0], u.Scheme(), u.Host())
 	stripped := false
 	var body int64
+	v.fails.hopErr = nil
 	for hop := 1; ; hop++ {
 		status := v.resp.StatusCode()
 		if !isRedirect(status) {
@@ -467,6 +473,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		n, err := v.exchange(c, outgoing{req: req, keepBody: orig.spec.keepBody})
 		body = n
 		if err != nil {
+			v.fails.hopErr = err
 			return 0, classify(err)
 		}
 	}

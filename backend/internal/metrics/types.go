@@ -41,6 +41,10 @@ type Sample struct {
 	// cumulative counts so that storage (the run's list columns while it runs) need not decode
 	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
 	P95SoFarMs float64 `json:"-"`
+	// Failures is the run's failure groups so far (cumulative, most frequent first), present only
+	// in the seconds in which they changed. A group's Sample is sent once, in the first second
+	// that has it; later seconds leave it out (the summary has every group's sample).
+	Failures []FailureGroup `json:"failures,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -104,6 +108,10 @@ type Summary struct {
 	GeneratorBoundSeconds int    `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
+	// Failures: failed requests grouped by request name, error kind, HTTP status and message,
+	// most frequent first; at most MaxFailureGroups groups, further ones counted in one group
+	// whose Message is OtherFailures. The counts add up to Errors.
+	Failures []FailureGroup `json:"failures"`
 }
 
 // CheckResult is one check's tally over the run.
