@@ -225,6 +225,7 @@ export type Sample = {
   client: ClientSample;
   generator_bound: boolean;
   by_name?: Record<string, NameSample>;
+  failures?: FailureGroup[];
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -257,6 +258,7 @@ export type Summary = {
   executor: string;
   seconds: number;
   generator_bound_seconds: number;
+  failures: FailureGroup[] | null;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -411,6 +413,16 @@ export type NameSample = {
   errors: number;
 };
 
+/** The JSON of Go's metrics.FailureGroup. */
+export type FailureGroup = {
+  request: string;
+  kind: string;
+  status: number;
+  message: string;
+  count: number;
+  sample?: FailureSample;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -494,4 +506,12 @@ export type Extract = {
 export type PlanStage = {
   duration: string;
   target: number;
+};
+
+/** The JSON of Go's metrics.FailureSample. */
+export type FailureSample = {
+  status: number;
+  headers: string[][] | null;
+  body: string;
+  body_truncated: boolean;
 };

@@ -156,4 +156,24 @@ describe('RunView', () => {
       vi.useRealTimers();
     }
   });
+  it('shows the failure groups live, with each sample sent once, then the summary’s', async () => {
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    const g = { request: 'r', kind: 'status_5xx', status: 503, message: 'HTTP 503 Service Unavailable' };
+    const smp = { status: 503, headers: [['Retry-After', '5']], body: 'busy', body_truncated: false };
+    ws.send({ type: 'sample', data: sample(1) });
+    expect(q('[data-testid=failures]')).toBeNull();
+    ws.send({ type: 'sample', data: sample(2, { errors: 3, failures: [{ ...g, count: 3, sample: smp }] }) });
+    ws.send({ type: 'sample', data: sample(3, { errors: 2, failures: [{ ...g, count: 5 }] }) });
+    await waitFor(() => expect(q('[data-testid=failure-row]')?.textContent).toContain('5'));
+    await fireEvent.click(q('[data-testid=failure-row]')!);
+    expect(q('[data-testid=failure-body]')!.textContent).toBe('busy'); // kept from second 2
+
+    ws.send({ type: 'summary', data: { ...summary, errors: 6, failures: [{ ...g, count: 6, sample: smp }] }, run: { ...running, status: 'finished', ended_at: new Date().toISOString() } });
+    await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
+    expect([...q('[data-testid=failure-row]')!.querySelectorAll('td')].map((td) => td.textContent)).toContain('6');
+  });
 });
