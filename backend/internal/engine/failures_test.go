@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -321,48 +320,23 @@ func TestRepeatFailureAllocatesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkFailures runs b.N failing requests through the whole engine: against a port where
-// nothing listens (every request a connect; most allocations are the dial's own) and against a
-// target answering 500 with a small body (keep-alive: the failure path alone).
+// BenchmarkFailures runs b.N failing requests through the whole engine (10 VUs): against a port
+// where nothing listens (every request a connect; most allocations are the dial's own) and against
+// a target answering 500 with a small body (keep-alive: the failure path alone).
 func BenchmarkFailures(b *testing.B) {
 	for _, target := range []string{"dead", "http-500"} {
 		b.Run(target, func(b *testing.B) {
-			var url string
-			if target == "dead" {
-				url = "http://" + testutil.ClosedPort(b) + "/"
-			} else {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
-				s := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+			url := "http://" + testutil.ClosedPort(b) + "/"
+			if target == "http-500" {
+				url = benchServe(b, func(ctx *fasthttp.RequestCtx) {
 					ctx.SetStatusCode(500)
 					ctx.SetBodyString("internal error: try again later")
-				}}
-				go s.Serve(ln)
-				b.Cleanup(func() { _ = s.Shutdown() })
-				url = "http://" + ln.Addr().String() + "/"
+				})
 			}
-			const vus = 10
-			p := &plan.Plan{Name: "bench", Requests: []plan.Request{{URL: url}},
-				Load: plan.Load{Executor: plan.PerVUIterations, VUs: vus, Iterations: max(b.N/vus, 1)}}
-			p.Defaults()
-			e, err := newEngine(p, Options{})
-			if err != nil {
-				b.Fatal(err)
+			sum := benchRun(b, url, 10)
+			if sum.Successes != 0 || len(sum.Failures) != 1 || sum.Failures[0].Count != sum.Requests {
+				b.Fatalf("groups %+v", sum.Failures)
 			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			b.ResetTimer()
-			sum, err := e.Run(context.Background())
-			b.StopTimer()
-			runtime.ReadMemStats(&after)
-			if err != nil || sum.Successes != 0 || len(sum.Failures) != 1 || sum.Failures[0].Count != sum.Requests {
-				b.Fatalf("run: %v, %+v", err, sum.Failures)
-			}
-			n := float64(sum.Requests)
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/req")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/req")
 		})
 	}
 }
