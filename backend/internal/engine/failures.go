@@ -270,7 +270,17 @@ func (h *httpConn) readFailedBody(resp *fasthttp.Response, cl int) (int64, error
 	if cl >= 0 {
 		rest = int64(cl - k)
 	}
-	n, err := h.discard(r, rest)
+	var n int64
+	if rest >= 0 && rest <= readBufferSize {
+		// as readBody: a body that fits the read buffer needs no scratch buffer
+		var m int
+		m, err = h.br.Discard(int(rest))
+		if n = int64(m); err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+	} else {
+		n, err = h.discard(r, rest)
+	}
 	f.bodyCut = n > 0
 	return int64(k) + n, err
 }

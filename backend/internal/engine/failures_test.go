@@ -340,3 +340,40 @@ func BenchmarkFailures(b *testing.B) {
 		})
 	}
 }
+
+// TestFailedBodiesAreReadExactly: the body of a 500 is read to its end whatever its framing (the
+// connection stays usable), counted exactly, and its first KiB kept as the sample.
+func TestFailedBodiesAreReadExactly(t *testing.T) {
+	body := strings.Repeat("0123456789", 300) // 3000 bytes
+	for name, c := range map[string]struct {
+		answer string
+		size   int
+		close  bool
+	}{
+		"short":       {"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 10\r\n\r\n" + body[:10], 10, false},
+		"in buffer":   {"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 2000\r\n\r\n" + body[:2000], 2000, false},
+		"beyond":      {"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3000\r\n\r\n" + body, 3000, false},
+		"chunked":     {"HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" + body[:1000] + "\r\n3e8\r\n" + body[1000:2000] + "\r\n0\r\n\r\n", 2000, false},
+		"until close": {"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n" + body[:1500], 1500, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tg := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer {
+				return testutil.RawAnswer{Bytes: []byte(c.answer), Close: c.close}
+			})
+			sum, _ := run(t, mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],
+				"load":{"executor":"per-vu-iterations","vus":1,"iterations":5},"http":{"timeout":"5s"}}`, tg.Addr)))
+			conns := int64(1)
+			if c.close {
+				conns = 5
+			}
+			if sum.ErrorKinds["status_5xx"] != 5 || sum.BodyBytesIn != int64(5*c.size) || tg.Conns() != conns {
+				t.Fatalf("kinds %v, body bytes %d (want %d), %d connections", sum.ErrorKinds, sum.BodyBytesIn, 5*c.size, tg.Conns())
+			}
+			s := sum.Failures[0].Sample
+			want := body[:min(c.size, metrics.MaxSampleBody)]
+			if len(sum.Failures) != 1 || s == nil || s.Body != want || s.BodyTruncated != (c.size > metrics.MaxSampleBody) {
+				t.Errorf("groups %+v, sample %+v", sum.Failures, s)
+			}
+		})
+	}
+}
