@@ -45,6 +45,7 @@ func newRunID() string {
 }
 
 func (r *runSeconds) add(s metrics.Sample) {
+	s.Failures = nil // the summary has them all: a long run against a failing target stays small
 	r.mu.Lock()
 	r.samples = append(r.samples, metrics.FileSample{Sample: s, Hist: s.Hist})
 	r.mu.Unlock()

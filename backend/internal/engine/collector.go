@@ -262,7 +262,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	}
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
-	s.Failures = c.e.fails.groups(&c.fails.now, func(int) bool { return true })
+	s.Failures = c.e.fails.groups(&c.fails.now)
 	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
 	for i, info := range c.e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}

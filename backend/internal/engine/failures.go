@@ -434,49 +434,45 @@ func (t *failTable) read(s *failSnapshot) {
 	}
 }
 
-// groups returns the non-empty groups of s, most frequent first; samples only where keep says.
-func (t *failTable) groups(s *failSnapshot, keep func(i int) bool) []metrics.FailureGroup {
+// groups returns the non-empty groups of s with their samples, most frequent first.
+func (t *failTable) groups(s *failSnapshot) []metrics.FailureGroup {
 	out := []metrics.FailureGroup{}
 	for i, n := range s.count {
 		if n == 0 {
 			continue
 		}
 		info := t.slot(i).info
-		g := metrics.FailureGroup{Request: info.request, Kind: info.kind, Status: info.status, Message: info.message, Count: n}
-		if keep(i) {
-			g.Sample = s.sample[i]
-		}
-		out = append(out, g)
+		out = append(out, metrics.FailureGroup{Request: info.request, Kind: info.kind, Status: info.status,
+			Message: info.message, Count: n, Sample: s.sample[i]})
 	}
 	metrics.SortFailures(out)
 	return out
 }
 
-// liveFailures is the collector's state for Sample.Failures: what it last sent.
+// liveFailures is the collector's state for Sample.Failures: the table now and as last sent.
 type liveFailures struct {
 	now, sent failSnapshot
 	shown     [failSlots + 1]bool // the slot's sample has been sent
 }
 
-// next returns the groups for this second's sample: all of them when a count changed or a sample
-// arrived since the last second (a sample each only once), else nil. now must have been read.
+// next returns the groups for this second's sample: those whose count changed, or whose sample
+// arrived, since the last second (each sample sent once), most frequent first; nil when none did.
+// now must have been read.
 func (l *liveFailures) next(t *failTable) []metrics.FailureGroup {
-	changed := false
-	for i := range l.now.count {
-		if l.now.count[i] != l.sent.count[i] || l.now.sample[i] != nil && !l.shown[i] {
-			changed = true
-			break
+	var out []metrics.FailureGroup
+	for i, n := range l.now.count {
+		newSample := l.now.sample[i] != nil && !l.shown[i]
+		if n == l.sent.count[i] && !newSample {
+			continue
 		}
-	}
-	if !changed {
-		return nil
+		info := t.slot(i).info
+		g := metrics.FailureGroup{Request: info.request, Kind: info.kind, Status: info.status, Message: info.message, Count: n}
+		if newSample {
+			g.Sample, l.shown[i] = l.now.sample[i], true
+		}
+		out = append(out, g)
 	}
 	l.sent = l.now
-	return t.groups(&l.now, func(i int) bool {
-		if l.now.sample[i] == nil || l.shown[i] {
-			return false
-		}
-		l.shown[i] = true
-		return true
-	})
+	metrics.SortFailures(out)
+	return out
 }

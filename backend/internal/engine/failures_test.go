@@ -20,24 +20,28 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// liveSamples counts, over a run's seconds, how often each group's sample was sent, and returns
-// the last groups sent.
+// liveSamples merges a run's seconds' failure groups (each second has the groups that changed in
+// it, with their counts so far), most frequent first, and counts how often each group's sample
+// was sent.
 func liveSamples(t *testing.T, samples []metrics.Sample) (map[string]int, []metrics.FailureGroup) {
 	t.Helper()
 	sent := map[string]int{}
-	var last []metrics.FailureGroup
+	merged := map[string]metrics.FailureGroup{}
 	for _, s := range samples {
-		if s.Failures == nil {
-			continue
-		}
-		last = s.Failures
 		for _, g := range s.Failures {
 			if g.Sample != nil {
 				sent[g.Message]++
 			}
+			g.Sample = nil
+			merged[g.Message] = g
 		}
 	}
-	return sent, last
+	var out []metrics.FailureGroup
+	for _, g := range merged {
+		out = append(out, g)
+	}
+	metrics.SortFailures(out)
+	return sent, out
 }
 
 // TestFailureGroupsCountWhatTheTargetServed: a loopback target answers a mix — 200s, 503s with a
@@ -104,10 +108,10 @@ func TestFailureGroupsCountWhatTheTargetServed(t *testing.T) {
 	if total != sum.Errors {
 		t.Errorf("groups count %d failures, the run %d errors", total, sum.Errors)
 	}
-	// live: the last groups sent are the summary's, each sample was sent once
+	// live: the groups as sent are the summary's, each sample was sent once
 	sent, last := liveSamples(t, samples)
 	if len(last) != len(want) {
-		t.Fatalf("last live groups %+v", last)
+		t.Fatalf("live groups %+v", last)
 	}
 	for i := range last {
 		if last[i].Count != want[i].Count || last[i].Message != want[i].Message {
@@ -314,7 +318,7 @@ func TestRepeatFailureAllocatesNothing(t *testing.T) {
 	}
 	var snap failSnapshot
 	e.fails.read(&snap)
-	groups := e.fails.groups(&snap, func(int) bool { return true })
+	groups := e.fails.groups(&snap)
 	if len(groups) != 2 || groups[0].Count != 204 || groups[1].Count != 204 {
 		t.Errorf("groups %+v", groups)
 	}

@@ -41,9 +41,11 @@ type Sample struct {
 	// cumulative counts so that storage (the run's list columns while it runs) need not decode
 	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
 	P95SoFarMs float64 `json:"-"`
-	// Failures is the run's failure groups so far (cumulative, most frequent first), present only
-	// in the seconds in which they changed. A group's Sample is sent once, in the first second
-	// that has it; later seconds leave it out (the summary has every group's sample).
+	// Failures is the failure groups that changed in this second (a count grew, or the sample
+	// arrived), each with its count since the run's start, most frequent first; none in a second
+	// without a change. The table so far is every second's groups merged, the latest count of each
+	// (Summary.Failures at the end). A group's Sample is sent once, in the first second that has
+	// it; later seconds leave it out.
 	Failures []FailureGroup `json:"failures,omitempty"`
 }
 

@@ -13,17 +13,22 @@ const g503 = (count: number, withSample: boolean): FailureGroup => ({
 });
 
 describe('LiveFailures', () => {
-  it('keeps the latest groups and each sample, sent once, in later seconds', () => {
+  it('merges the groups each second changed, keeping each sample, sent once', () => {
     const l = new LiveFailures();
+    const timeout = (count: number): FailureGroup => ({ request: 'r', kind: 'timeout', status: 0, message: 't', count });
     expect(l.push(sample({ elapsed_s: 1 }))).toBe(false); // no change that second
     expect(l.push(sample({ elapsed_s: 2, failures: [g503(3, true)] }))).toBe(true);
-    expect(l.push(sample({ elapsed_s: 3 }))).toBe(false);
-    l.push(sample({ elapsed_s: 4, failures: [g503(9, false), { request: 'r', kind: 'timeout', status: 0, message: 't', count: 1 }] }));
+    expect(l.push(sample({ elapsed_s: 3, failures: [] }))).toBe(false);
+    l.push(sample({ elapsed_s: 4, failures: [g503(9, false), timeout(1)] }));
     expect(l.groups.map((g) => g.count)).toEqual([9, 1]);
     expect(l.groups[0].sample?.body).toBe('busy');
     expect(l.groups[1].sample).toBeUndefined();
+    l.push(sample({ elapsed_s: 5, failures: [timeout(12)] })); // the 503s stopped
+    expect(l.groups.map((g) => [g.message, g.count])).toEqual([['t', 12], ['HTTP 503 Service Unavailable', 9]]);
+    expect(l.groups[1].sample?.body).toBe('busy');
     l.reset();
-    l.push(sample({ elapsed_s: 5, failures: [g503(10, false)] }));
+    l.push(sample({ elapsed_s: 6, failures: [g503(10, false)] }));
+    expect(l.groups).toHaveLength(1);
     expect(l.groups[0].sample).toBeUndefined();
   });
 

@@ -1,8 +1,7 @@
-// Failure groups of a run (docs/api.md, "Failures"): the summary's when the run has ended,
-// else the live stream's. A live second carries every group (counts so far) only when one changed,
-// and each group's sample response only once: LiveFailures keeps the latest groups and the samples
-// seen so far.
-import type { FailureGroup, FailureSample, Sample, Summary } from './types';
+// Failure groups of a run (docs/api.md, "Failures"): the summary's when the run has ended, else
+// the live stream's. A second carries the groups that changed in it, each with its count since the
+// run's start, and each group's sample response only once: LiveFailures merges them.
+import type { FailureGroup, Sample, Summary } from './types';
 
 /** The identity of a group: request, kind, status and message. */
 export function failureKey(g: FailureGroup): string {
@@ -11,18 +10,21 @@ export function failureKey(g: FailureGroup): string {
 
 export class LiveFailures {
   groups: FailureGroup[] = [];
-  private samples = new Map<string, FailureSample>();
+  private byKey = new Map<string, FailureGroup>();
 
   reset() {
     this.groups = [];
-    this.samples.clear();
+    this.byKey.clear();
   }
 
-  /** push takes one second; true when its groups replaced the shown ones. */
+  /** push takes one second (seconds in order); true when it changed the groups. */
   push(s: Sample): boolean {
-    if (!s.failures) return false;
-    for (const g of s.failures) if (g.sample) this.samples.set(failureKey(g), g.sample);
-    this.groups = s.failures.map((g) => ({ ...g, sample: g.sample ?? this.samples.get(failureKey(g)) }));
+    if (!s.failures?.length) return false;
+    for (const g of s.failures) {
+      const key = failureKey(g);
+      this.byKey.set(key, { ...g, sample: g.sample ?? this.byKey.get(key)?.sample });
+    }
+    this.groups = [...this.byKey.values()].sort((a, b) => b.count - a.count);
     return true;
   }
 }
