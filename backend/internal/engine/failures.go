@@ -156,16 +156,16 @@ func (t *failTable) find(h uint64) *failSlot {
 func (t *failTable) claim(h uint64, info func() *failInfo) *failSlot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.n >= metrics.MaxFailureGroups {
-		t.full.Store(true)
-		return &t.other
-	}
 	for i := h; ; i++ {
 		s := &t.slots[i%failSlots]
 		switch s.key.Load() {
 		case h:
 			return s // claimed by another VU meanwhile
 		case 0:
+			if t.n >= metrics.MaxFailureGroups {
+				t.full.Store(true)
+				return &t.other
+			}
 			s.info = info()
 			s.key.Store(h)
 			t.n++

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -379,5 +380,54 @@ func TestFailedBodiesAreReadExactly(t *testing.T) {
 				t.Errorf("groups %+v, sample %+v", sum.Failures, s)
 			}
 		})
+	}
+}
+
+// TestFailureTableUnderConcurrency: VUs failing at once with 300 distinct messages fill the table
+// with 100 groups; every failure is counted once, a message that has a group has all of its
+// failures there, and the rest are in (other).
+func TestFailureTableUnderConcurrency(t *testing.T) {
+	p := &plan.Plan{Name: "a", Requests: []plan.Request{{URL: "http://127.0.0.1:1/"}},
+		Load: plan.Load{Executor: plan.PerVUIterations, VUs: 1, Iterations: 1}}
+	p.Defaults()
+	e, err := newEngine(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vus, each, distinct = 8, 1500, 300
+	errs := make([]error, distinct)
+	for i := range errs {
+		errs[i] = fmt.Errorf("failure %d", i)
+	}
+	var wg sync.WaitGroup
+	for id := range vus {
+		v := newVU(e, id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				v.failed(&v.reqs[0], metrics.Other, 0, errs[(i*7+id)%distinct])
+			}
+		}()
+	}
+	wg.Wait()
+	want := map[string]int64{} // failures per message
+	for id := range vus {
+		for i := range each {
+			want[fmt.Sprintf("failure %d", (i*7+id)%distinct)]++
+		}
+	}
+	var snap failSnapshot
+	e.fails.read(&snap)
+	groups := e.fails.groups(&snap)
+	var total int64
+	for _, g := range groups {
+		total += g.Count
+		if g.Message != metrics.OtherFailures && g.Count != want[g.Message] {
+			t.Errorf("%s: %d, want %d", g.Message, g.Count, want[g.Message])
+		}
+	}
+	if len(groups) != metrics.MaxFailureGroups+1 || total != vus*each {
+		t.Errorf("%d groups counting %d failures, want %d and %d", len(groups), total, metrics.MaxFailureGroups+1, vus*each)
 	}
 }
