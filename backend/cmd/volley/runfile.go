@@ -48,6 +48,7 @@ func (r *runSeconds) add(s metrics.Sample) {
 	// The summary carries each request name's figures; its rows of every second (~0.5 KB per
 	// name) would make a long run's file, and its memory here, grow with the plan's names.
 	s.ByName = nil
+	s.Failures = nil // the summary has them all: a long run against a failing target stays small
 	r.mu.Lock()
 	r.samples = append(r.samples, metrics.FileSample{Sample: s, Hist: s.Hist})
 	r.mu.Unlock()

@@ -55,6 +55,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 			return 0, err
 		}
 	}
+	h.vu.fails.status, h.vu.fails.captured = 0, false
 	resp.Reset()
 	resp.SkipBody = true // the header only: readBody decides what to do with the body
 	resp.Header.DisableNormalizing()
@@ -84,6 +85,9 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 		} else {
 			h.answered()
 		}
+	}
+	if err == nil {
+		h.vu.fails.status = resp.StatusCode()
 	}
 	var n int64
 	if err == nil && !req.isHead() && !noBody(resp.StatusCode()) {
@@ -136,6 +140,9 @@ func (h *httpConn) readBody(req *outgoing, resp *fasthttp.Response) (int64, erro
 			}
 		}
 		return int64(len(resp.Body())), nil
+	}
+	if resp.StatusCode() >= 400 {
+		return h.readFailedBody(resp, cl) // keeps its start for a failure's sample (failures.go)
 	}
 	switch {
 	case cl >= 0 && cl <= readBufferSize:

@@ -43,6 +43,7 @@ type collector struct {
 	soFar         *hdr.Histogram // the run so far, for Sample.P95SoFarMs
 
 	names *nameStats // per-name figures (byname.go), made on the first sample
+	fails liveFailures // Sample.Failures (failures.go)
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -109,6 +110,9 @@ func (c *collector) activeVUs() int64 {
 // tick reads the counters and emits the sample for (lastTick, now].
 func (c *collector) tick(now time.Time, final bool) {
 	testPoint("collector", c.k)
+	// Failures before counts: a failure is counted in the recorder before its group
+	// (vu.do), so the groups read here never hold more than the errors read next.
+	c.e.fails.read(&c.fails.now)
 	c.e.rec.Read(c.cur)
 	c.delta.Sub(c.cur, c.prev)
 	c.prev, c.cur = c.cur, c.prev
@@ -162,6 +166,7 @@ func (c *collector) tick(now time.Time, final bool) {
 	if c.sweep != nil {
 		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
 	}
+	s.Failures = c.fails.next(c.e.fails)
 	s.Hist = c.enc.Encode(d.Lat)
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
@@ -234,6 +239,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	}
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
+	s.Failures = c.e.fails.groups(&c.fails.now)
 	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
 	for i, info := range c.e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}

@@ -89,6 +89,8 @@ type Engine struct {
 	aborted   string
 
 	failed failure // a panic in one of the run's goroutines (panic.go)
+
+	fails *failTable // failure groups (failures.go)
 }
 
 type reqSpec struct {
@@ -168,6 +170,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	if len(names) > 1 {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
+	e.fails = newFailTable(names, p)
 	for i := range e.reqs {
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}

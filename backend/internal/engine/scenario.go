@@ -246,6 +246,9 @@ func (v *vu) judgeChecks(r *vuReq, status int, latency time.Duration) metrics.Er
 			counts[c.index].pass.Add(1)
 		} else {
 			counts[c.index].fail.Add(1)
+			if kind != metrics.CheckFailed {
+				v.fails.check = c.index // the group's message (failures.go)
+			}
 			kind = metrics.CheckFailed
 		}
 	}

@@ -69,6 +69,7 @@ type vu struct {
 	checkCounts []checkCount
 
 	tm reqTiming // phases of the request in flight (timing.go)
+	fails vuFailures // failure groups' scratch (failures.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -397,6 +398,9 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	if r.name != nil {
 		r.name.Record(o)
 	}
+	if o.Kind != metrics.KindNone {
+		v.failed(r, o.Kind, o.Status, err)
+	}
 }
 
 // exchange performs one HTTP exchange and returns the response body size. A body is kept (in the
@@ -435,6 +439,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 	v.origin = appendOrigin(v.origin[:0], u.Scheme(), u.Host())
 	stripped := false
 	var body int64
+	v.fails.hopErr = nil
 	for hop := 1; ; hop++ {
 		status := v.resp.StatusCode()
 		if !isRedirect(status) {
@@ -482,6 +487,7 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		n, err := v.exchange(c, outgoing{req: req, keepBody: orig.spec.keepBody})
 		body = n
 		if err != nil {
+			v.fails.hopErr = err
 			return 0, classify(err)
 		}
 	}

@@ -117,6 +117,8 @@ func fileErr(field, format string, a ...any) *FileError {
 //     had a response), seconds in increasing order and, when the run's times are given, none
 //     beyond ceil(ended_at − started_at) + ElapsedSlack;
 //   - each threshold's expr is a threshold (plan.ParseThreshold), optionally "request: " first;
+//   - failure groups (summary and seconds) within their bounds (MaxFailureGroups…,
+//     checkFailures), the summary's adding up to its errors;
 //   - every histogram decoded with DecodeHistCounts.
 //
 // It allocates nothing in proportion to what the file merely announces.
@@ -150,6 +152,9 @@ func (f *RunFile) Check() error {
 			return fileErr("by_name."+name+".errors", "%d errors of %d requests", n.Errors, n.Requests)
 		}
 	}
+	if err := checkFailures("", f.Failures, f.Errors); err != nil {
+		return err
+	}
 	for i, t := range f.Thresholds {
 		if err := checkThreshold(t.Expr); err != nil {
 			return fileErr(fmt.Sprintf("thresholds[%d].expr", i), "%v", err)
@@ -181,6 +186,9 @@ func (f *RunFile) Check() error {
 		}
 		prev = s.ElapsedS
 		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds, MaxSecondCodes); err != nil {
+			return err
+		}
+		if err := checkFailures(path+".", s.Failures, -1); err != nil {
 			return err
 		}
 		requests += s.Requests // ≤ 86 400 × 1e15: no overflow

@@ -42,8 +42,11 @@ type Sample struct {
 	// cumulative counts so that storage (the run's list columns while it runs) need not decode
 	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
 	P95SoFarMs float64 `json:"-"`
-	// Failures are the run's failed requests grouped so far (cumulative), sent at most once a
-	// second and only when changed.
+	// Failures is the failure groups that changed in this second (a count grew, or the sample
+	// arrived), each with its count since the run's start, most frequent first; none in a second
+	// without a change. The table so far is every second's groups merged, the latest count of each
+	// (Summary.Failures at the end). A group's Sample is sent once, in the first second that has
+	// it; later seconds leave it out.
 	Failures []FailureGroup `json:"failures,omitempty"`
 	// Events are the live-control changes made in this second.
 	Events []RunEvent `json:"events,omitempty"`
@@ -118,8 +121,8 @@ type Summary struct {
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
 	// Failures: failed requests grouped by request name, error kind, HTTP status and message,
-	// most frequent first; at most MaxFailureGroups (100) groups, further ones counted in one
-	// group whose Message is "(other)".
+	// most frequent first; at most MaxFailureGroups groups, further ones counted in one group
+	// whose Message is OtherFailures. The counts add up to Errors.
 	Failures []FailureGroup `json:"failures"`
 	// Timing is the whole run's split of exchanges into connect, TLS, wait and receive.
 	Timing Timing `json:"timing"`

@@ -9,6 +9,8 @@ export type {
   ClientSample,
   ClientSummary,
   Extract,
+  FailureGroup,
+  FailureSample,
   Latency,
   NameSample,
   NameStats,

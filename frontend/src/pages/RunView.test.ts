@@ -184,4 +184,27 @@ describe('RunView', () => {
       vi.useRealTimers();
     }
   });
+  it('shows the failure groups live, with each sample sent once, then the summary’s', async () => {
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    const g = { request: 'r', kind: 'status_5xx', status: 503, message: 'HTTP 503 Service Unavailable' };
+    const smp = { status: 503, headers: [['Retry-After', '5']], body: 'busy', body_truncated: false };
+    ws.send({ type: 'sample', data: sample(1) });
+    expect(q('[data-testid=failures]')).toBeNull();
+    ws.send({ type: 'sample', data: sample(2, { errors: 3, failures: [{ ...g, count: 3, sample: smp }] }) });
+    const other = { request: 'r', kind: 'timeout', status: 0, message: 'no complete response within http.timeout (5s)' };
+    ws.send({ type: 'sample', data: sample(3, { errors: 3, failures: [{ ...g, count: 5 }, { ...other, count: 1 }] }) });
+    ws.send({ type: 'sample', data: sample(4, { errors: 1, failures: [{ ...other, count: 2 }] }) }); // the 503s stopped
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=failure-row]')).toHaveLength(2));
+    await waitFor(() => expect(q('[data-testid=failure-row]')?.textContent).toContain('5'));
+    await fireEvent.click(q('[data-testid=failure-row]')!);
+    expect(q('[data-testid=failure-body]')!.textContent).toBe('busy'); // kept from second 2
+
+    ws.send({ type: 'summary', data: { ...summary, errors: 8, failures: [{ ...g, count: 6, sample: smp }, { ...other, count: 2 }] }, run: { ...running, status: 'finished', ended_at: new Date().toISOString() } });
+    await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
+    expect([...q('[data-testid=failure-row]')!.querySelectorAll('td')].map((td) => td.textContent)).toContain('6');
+  });
 });
