@@ -654,11 +654,17 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 		med := quantile(ratios, 0.5)
 		w := widening(levels(p), levels(base), opt.Confidence)
 		lo, hi = med-(med-lo)*w, med+(hi-med)*w
-		// add the run-to-run term to each half-width on the log scale, in quadrature
-		lm := math.Log1p(med)
-		hl, hh := lm-math.Log1p(lo), math.Log1p(hi)-lm
-		lo = math.Expm1(lm - math.Hypot(hl, wRun))
-		hi = math.Expm1(lm + math.Hypot(hh, wRun))
+		// add the run-to-run term to each half-width on the log scale, in quadrature (a lower
+		// end at or below −100 % stays there: its log half-width is infinite)
+		if med > -1 && wRun > 0 {
+			lm := math.Log1p(med)
+			hl, hh := math.Inf(1), math.Log1p(hi)-lm
+			if lo > -1 {
+				hl = lm - math.Log1p(lo)
+			}
+			lo = math.Expm1(lm - math.Hypot(hl, wRun))
+			hi = math.Expm1(lm + math.Hypot(hh, wRun))
+		}
 	}
 	v.Effect, v.CILow, v.CIHigh = ptr(eff), ptr(lo), ptr(hi)
 	if d.relative {

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -189,6 +190,24 @@ func TestConcurrencyDiffers(t *testing.T) {
 		res := mustCompare(t, []*Run{mk(1, 10), mk(2, 6)}, 0)
 		if got := hasWarning(res, "concurrency_differs", 2); got != c.want {
 			t.Errorf("%s: concurrency_differs %v, want %v: %+v", c.executor, got, c.want, res.Warnings)
+		}
+	}
+}
+
+// A percentile interval whose lower end the widening pushes below −100 % keeps −100 % once the
+// run-to-run term is added (no NaN reaches the JSON).
+func TestRunNoiseKeepsWideIntervalsFinite(t *testing.T) {
+	a := defaultSynth()
+	a.seconds, a.recorded = 6, 2
+	b := a
+	b.scale = 0.02 // 50 times faster, from 2 requests a second: a ratio near −98 %, widely spread
+	res := mustCompare(t, []*Run{makeRun(t, 1, a, 1), makeRun(t, 2, b, 2)}, 0)
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Metrics {
+		if v := m.Values[1]; v.CILow != nil && (math.IsNaN(*v.CILow) || *v.CILow < -1 || *v.CIHigh < *v.CILow) {
+			t.Errorf("%s: interval [%g, %g]", m.Metric, *v.CILow, *v.CIHigh)
 		}
 	}
 }
