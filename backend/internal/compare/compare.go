@@ -698,8 +698,8 @@ const MaxDecideSeconds = 3600
 // the half-width w that is run-to-run noise (w² = w_n² + wRun²; see runNoiseFactor). Only w_n
 // shrinks with the run's length, as 1/√n, so n·w_n²/(target² − wRun²) usable seconds bring the
 // half-width to target — |eff| (to exclude 0) when the effect reaches the threshold, thr − |eff|
-// (to fit inside ±thr) when it does not. When wRun alone reaches target no length decides it:
-// the hint is "repeat_runs". Two seconds are added for the first and last, and the result is
+// (to fit inside ±thr) when it does not. When wRun alone reaches 90 % of target no practical
+// length decides it: the hint is "repeat_runs". Two seconds are added for the first and last, and the result is
 // rounded up to 5 s and at least 1.5 times the current length.
 func decide(eff, lo, hi, thr float64, n int, wRun float64) hint {
 	w := (hi - lo) / 2
@@ -711,7 +711,7 @@ func decide(eff, lo, hi, thr float64, n int, wRun float64) hint {
 	if target < thr/10 {
 		return hint{"near_threshold", "the effect is about the threshold: a much longer run, or another threshold, decides", 0}
 	}
-	if wRun >= target*0.9 { // a run 100× longer would still leave the interval too wide
+	if wRun >= target*0.9 { // the length needed grows without bound as wRun nears target
 		return hint{"repeat_runs", "the runs differ from run to run by more than a longer run can settle: repeat both runs (compare the repeats), or quieten the machine", 0}
 	}
 	wn, tn := w, target // the part that shrinks with length, and what it must shrink to
