@@ -253,7 +253,9 @@ type Metric struct {
 // the autocorrelated t test. An inconclusive value says in DecideHint what would decide it, with
 // DecideCode naming the case for translation: "longer_run" (DecideSeconds is the run length, in
 // seconds for both runs, that the observed noise calls for), "near_threshold" (the effect is
-// about the threshold), "too_noisy" (no practical length would do), "per_second_data" (a run
+// about the threshold), "too_noisy" (no practical length would do), "repeat_runs" (the runs'
+// run-to-run noise alone keeps the interval too wide: repeated runs decide, not longer ones;
+// see runNoiseFactor), "per_second_data" (a run
 // has no seconds) or "errors_rose" (an improvement withheld because the run's error rate rose,
 // see withholdWhenErrorsRose). A value whose length cannot decide it (no request completed) has
 // no hint. The latency of a run without a successful response is null, with the verdict "none".
@@ -597,8 +599,15 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	}
 	bv := *v.Value - *v.Delta
 	var eff, lo, hi float64
+	// the run-to-run term: each run's level varies by τ (log scale) however long it ran, so the
+	// difference of two runs by √2·τ; wRun is the part of the interval's half-width it makes
+	tau := d.runNoise(p, base)
+	zq := math.Sqrt2 * math.Erfinv(opt.Confidence)
+	wRun := zq * math.Sqrt2 * tau
 	if d.test == testSeries {
 		x, y := d.estimates(p, base)
+		x.v += tau * tau * x.m * x.m // Var ln x̄ gains τ²: Var x̄ gains τ²·x̄² (delta method)
+		y.v += tau * tau * y.m * y.m
 		switch {
 		case d.relative && y.m <= 0:
 			inconclusive("the baseline has no successful response per second: no relative change", hint{})
@@ -645,6 +654,17 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 		med := quantile(ratios, 0.5)
 		w := widening(levels(p), levels(base), opt.Confidence)
 		lo, hi = med-(med-lo)*w, med+(hi-med)*w
+		// add the run-to-run term to each half-width on the log scale, in quadrature (a lower
+		// end at or below −100 % stays there: its log half-width is infinite)
+		if med > -1 && wRun > 0 {
+			lm := math.Log1p(med)
+			hl, hh := math.Inf(1), math.Log1p(hi)-lm
+			if lo > -1 {
+				hl = lm - math.Log1p(lo)
+			}
+			lo = math.Expm1(lm - math.Hypot(hl, wRun))
+			hi = math.Expm1(lm + math.Hypot(hh, wRun))
+		}
 	}
 	v.Effect, v.CILow, v.CIHigh = ptr(eff), ptr(lo), ptr(hi)
 	if d.relative {
@@ -665,7 +685,7 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 		if lo > 0 || hi < 0 {
 			reason = "significant, but the interval spans the threshold"
 		}
-		inconclusive(reason, decide(eff, lo, hi, thr, min(v.N, nb)))
+		inconclusive(reason, decide(eff, lo, hi, thr, min(v.N, nb), wRun))
 	}
 }
 
@@ -674,12 +694,14 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 const MaxDecideSeconds = 3600
 
 // decide estimates the run length that would turn an inconclusive interval [lo, hi] around eff
-// into a verdict, given the threshold thr and the n usable seconds behind it: an interval's
-// half-width shrinks as 1/√n, so n·(w/target)² usable seconds bring it to target — |eff| (to
-// exclude 0) when the effect reaches the threshold, thr − |eff| (to fit inside ±thr) when it does
-// not. Two seconds are added for the first and last, and the result is rounded up to 5 s and
-// at least 1.5 times the current length.
-func decide(eff, lo, hi, thr float64, n int) hint {
+// into a verdict, given the threshold thr, the n usable seconds behind it and wRun, the part of
+// the half-width w that is run-to-run noise (w² = w_n² + wRun²; see runNoiseFactor). Only w_n
+// shrinks with the run's length, as 1/√n, so n·w_n²/(target² − wRun²) usable seconds bring the
+// half-width to target — |eff| (to exclude 0) when the effect reaches the threshold, thr − |eff|
+// (to fit inside ±thr) when it does not. When wRun alone reaches 90 % of target no practical
+// length decides it: the hint is "repeat_runs". Two seconds are added for the first and last, and the result is
+// rounded up to 5 s and at least 1.5 times the current length.
+func decide(eff, lo, hi, thr float64, n int, wRun float64) hint {
 	w := (hi - lo) / 2
 	a := math.Abs(eff)
 	target := a
@@ -689,7 +711,14 @@ func decide(eff, lo, hi, thr float64, n int) hint {
 	if target < thr/10 {
 		return hint{"near_threshold", "the effect is about the threshold: a much longer run, or another threshold, decides", 0}
 	}
-	need := float64(n) * (w / target) * (w / target)
+	if wRun >= target*0.9 { // the length needed grows without bound as wRun nears target
+		return hint{"repeat_runs", "the runs differ from run to run by more than a longer run can settle: repeat both runs (compare the repeats), or quieten the machine", 0}
+	}
+	wn, tn := w, target // the part that shrinks with length, and what it must shrink to
+	if wRun > 0 {
+		wn, tn = math.Sqrt(math.Max(0, w*w-wRun*wRun)), math.Sqrt(target*target-wRun*wRun)
+	}
+	need := float64(n) * (wn / tn) * (wn / tn)
 	secs := int(math.Ceil(need)) + 2
 	secs = max(secs, int(math.Ceil(1.5*float64(n+2))))
 	secs = (secs + 4) / 5 * 5

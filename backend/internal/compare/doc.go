@@ -40,7 +40,7 @@
 //     DecideHint (with DecideCode and DecideSeconds) says what would decide it: the run length at
 //     which the observed noise would give an interval narrow enough (half-widths shrink as 1/√n),
 //     or that the effect sits on the threshold, or that the noise is too high for any practical
-//     length.
+//     length, or that only repeated runs decide (the runs' run-to-run noise, below).
 //
 // The load generator's CPU and memory follow the load — a slower target serves fewer requests and
 // costs the generator less — so they are shown without a verdict (NotJudged, FollowsLoad), as is
@@ -84,12 +84,28 @@
 // table's value and effect come from the exact histograms). A run with more than 600 usable
 // seconds is first grouped into 600 units of consecutive seconds.
 //
+// # Run-to-run noise
+//
+// Two runs of one plan differ from each other by more than their seconds differ within a run
+// (connection placement, scheduler, CPU frequency, GC, the machine's other work are drawn once
+// per run). A run's level carries a run effect of standard deviation τ that no length averages
+// away — the variance components of repeated executions (A. Georges, D. Buytaert and L.
+// Eeckhout, "Statistically Rigorous Java Performance Evaluation", OOPSLA 2007; T. Kalibera and
+// R. Jones, "Rigorous Benchmarking in Reasonable Time", ISMM 2013) — so the difference of two
+// runs gains the variance 2τ². One pair cannot estimate τ; it is taken per metric family as
+// τ = c·s on the log scale, s the per-second standard deviation of the metric in the noisier run
+// (less the sampling variance of a one-second percentile), c measured on a busy machine (0.6 TPS,
+// 0.5 p50, 0.8 p90 and p95, 1 p99; see runNoiseFactor). TPS adds τ² to each run's variance
+// before Welch's test; a percentile adds the term in quadrature to each half-width of its
+// bootstrap interval on the log scale. When that term alone keeps an interval too wide,
+// DecideCode is "repeat_runs": no run length decides, repeated runs do.
+//
 // # Power
 //
 // TestStatisticalPower compares synthetic pairs of runs with known effects (0–50 %), lengths (10,
-// 30, 120 s) and autocorrelated noise; on equal runs no metric is called a regression in more than
-// 5 % of the pairs, and a 20 % change between 30 s runs is found in at least 95 % of them.
-// docs/compare.md has the table.
+// 30, 120 s), autocorrelated noise and a run effect; on equal runs no metric is called a
+// regression in more than 5 % of the pairs, and a 20 % change between 30 s runs is found in at
+// least 95 % of them on TPS and p50 (p95 in low noise). docs/compare.md has the table.
 //
 // # Warnings
 //

@@ -50,22 +50,30 @@ var (
 // are alike, as on a real target (caches, GC, connection reuse).
 const arPhi = 0.5
 
+// runEffect is the standard deviation of a synthetic run's level from run to run, as a fraction
+// of the per-second standard deviation: measured on a busy 2-core machine, two runs of one plan
+// against a loopback target differ by 0.27 (p50) to 0.57 (TPS) per-second standard deviations
+// (docs/compare.md, "Run-to-run noise").
+const runEffect = 0.5
+
 // syntheticRun is a run of n stored seconds whose throughput is 1000·(1−effect) req/s and whose
-// latency is 5 ms·(1+effect), both wandering as AR(1) series with noise nz; recorded requests are
-// sampled into each second's histogram. It is built through the same path as AddSecond, minus
-// the HdrHistogram encoding.
+// latency is 5 ms·(1+effect), both shifted by a run effect (runEffect) and wandering as AR(1)
+// series with noise nz; recorded requests are sampled into each second's histogram. It is built
+// through the same path as AddSecond, minus the HdrHistogram encoding.
 func syntheticRun(id int64, n int, effect float64, nz noise, latency bool, rng *rand.Rand) *Run {
 	const recorded = 100
 	r := NewRun(Meta{ID: id, Summary: &metrics.Summary{DurationS: float64(n)}})
 	innov := math.Sqrt(1 - arPhi*arPhi)
+	runTPS := math.Exp(runEffect * nz.tpsCV * rng.NormFloat64())
+	runLat := math.Exp(runEffect * nz.latDrift * rng.NormFloat64())
 	x := nz.tpsCV * rng.NormFloat64()
 	y := nz.latDrift * rng.NormFloat64()
 	idx := make([]int, recorded)
 	for sec := 1; sec <= n; sec++ {
 		x = arPhi*x + innov*nz.tpsCV*rng.NormFloat64()
 		y = arPhi*y + innov*nz.latDrift*rng.NormFloat64()
-		rps := 1000 * (1 - effect) * (1 + x)
-		level := 5000 * (1 + effect) * math.Exp(y)
+		rps := 1000 * (1 - effect) * (1 + x) * runTPS
+		level := 5000 * (1 + effect) * math.Exp(y) * runLat
 		var fine []fineCount
 		for k := range idx {
 			if !latency {
@@ -156,10 +164,10 @@ func runPowerCell(t testing.TB, effect float64, seconds int, nz noise, reps int)
 }
 
 // TestStatisticalPower compares synthetic runs of known effect — throughput lower and latency
-// higher by 0, 2, 10, 20 and 50 % — of 10, 30 and 120 s, with low and high autocorrelated noise,
-// and checks the method's promises: on equal runs no metric is called a regression in more than
-// 5 % of the comparisons; a 2 % change (under the 5 % threshold) is not either; a 20 % change
-// between 30 s runs is found in at least 95 % of them on TPS and p95. With
+// higher by 0, 2, 10, 20 and 50 % — of 10, 30 and 120 s, with low and high autocorrelated noise
+// and a run effect (runEffect), and checks the method's promises: on equal runs no metric is
+// called a regression in more than 5 % of the comparisons; a 20 % change between runs of 30 s or
+// more is found in at least 95 % of them on TPS and p50 (and p95 in low noise). With
 // VOLLEY_POWER_TABLE=1 it prints the table of docs/compare.md.
 func TestStatisticalPower(t *testing.T) {
 	effects := []float64{0, 0.02, 0.10, 0.20, 0.50}
@@ -182,7 +190,13 @@ func TestStatisticalPower(t *testing.T) {
 						}
 					}
 				case e == 0.20 && n >= 30:
-					for _, m := range []string{"tps", "p95"} {
+					// the tail's run-to-run noise is too wide for 30 s runs in high noise: p95
+					// is held to it in low noise only (docs/compare.md)
+					detect := []string{"tps", "p50", "p95"}
+					if nz == highNoise {
+						detect = detect[:2]
+					}
+					for _, m := range detect {
 						if c.rate[m] < 0.95 {
 							t.Errorf("20 %% effect, %d s, %s noise: %s detected in %.0f %% of %d comparisons (at least 95 %%)",
 								n, nz.name, m, c.rate[m]*100, powerReps)

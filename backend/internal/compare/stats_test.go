@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -82,18 +83,59 @@ func TestPoissonDraws(t *testing.T) {
 
 // The decide hint grows with the noise and is at least 1.5 times the current length.
 func TestDecide(t *testing.T) {
-	h := decide(-0.08, -0.2, 0.04, 0.05, 28) // effect past the threshold, interval ±0.12
+	h := decide(-0.08, -0.2, 0.04, 0.05, 28, 0) // effect past the threshold, interval ±0.12
 	if h.secs != 65 || h.code != "longer_run" || !strings.Contains(h.text, "65 s") {
 		t.Errorf("decide: %+v", h)
 	}
-	if h := decide(0, -0.06, 0.06, 0.05, 28); h.secs != 45 {
+	if h := decide(0, -0.06, 0.06, 0.05, 28, 0); h.secs != 45 {
 		t.Errorf("small overshoot: %+v", h)
 	}
-	if h := decide(0.049, -0.1, 0.2, 0.05, 28); h.secs != 0 || h.code != "near_threshold" || !strings.Contains(h.text, "about the threshold") {
+	if h := decide(0.049, -0.1, 0.2, 0.05, 28, 0); h.secs != 0 || h.code != "near_threshold" || !strings.Contains(h.text, "about the threshold") {
 		t.Errorf("at the threshold: %+v", h)
 	}
-	if h := decide(0.2, -5, 5.4, 0.05, 28); h.secs != 0 || h.code != "too_noisy" || !strings.Contains(h.text, "noise is too high") {
+	if h := decide(0.2, -5, 5.4, 0.05, 28, 0); h.secs != 0 || h.code != "too_noisy" || !strings.Contains(h.text, "noise is too high") {
 		t.Errorf("hopeless: %+v", h)
+	}
+	// half of the ±0.12 is run-to-run noise: only the rest shrinks with length, so more is needed
+	if h := decide(-0.08, -0.2, 0.04, 0.05, 28, 0.06); h.code != "longer_run" || h.secs != 110 {
+		t.Errorf("with run-to-run noise: %+v", h)
+	}
+	// run-to-run noise alone as wide as the effect: no length decides
+	if h := decide(-0.08, -0.2, 0.04, 0.05, 28, 0.08); h.secs != 0 || h.code != "repeat_runs" || !strings.Contains(h.text, "repeat both runs") {
+		t.Errorf("run-to-run noise too wide: %+v", h)
+	}
+}
+
+// The run-to-run term follows the per-second noise of the noisier run: τ = c·s, with a
+// percentile's one-second sampling noise taken out, and none for the error rate.
+func TestRunNoise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	wild := noise{"wild", 0.2, 0.2, 0.3} // throughput and latency level wander by 20 % a second
+	quiet := &prepared{r: syntheticRun(1, 120, 0, lowNoise, true, rng)}
+	noisy := &prepared{r: syntheticRun(2, 120, 0, highNoise, true, rng)}
+	wilder := &prepared{r: syntheticRun(3, 120, 0, wild, true, rng)}
+	for _, d := range defs {
+		c := runNoiseFactor[d.name]
+		q, n, w := d.runNoise(quiet, quiet), d.runNoise(quiet, noisy), d.runNoise(wilder, quiet)
+		if w != d.runNoise(quiet, wilder) {
+			t.Errorf("%s: τ depends on which run is the baseline", d.name)
+		}
+		switch {
+		case c == 0:
+			if q != 0 || n != 0 || w != 0 {
+				t.Errorf("%s: τ %g, %g, %g without a run-to-run term", d.name, q, n, w)
+			}
+		case d.name == "tps": // the per-second sd: 2 %, 5 %, 20 %
+			if math.Abs(q/c-0.02) > 0.005 || math.Abs(n/c-0.05) > 0.01 || math.Abs(w/c-0.2) > 0.04 {
+				t.Errorf("tps: s %.4f, %.4f, %.4f; want 0.02, 0.05, 0.2", q/c, n/c, w/c)
+			}
+		default:
+			// the level wanders by 2 %, 5 %, 20 %; a percentile of 100 requests a second adds
+			// sampling noise of 4–17 %, which must not count (its estimate is rough: within ±0.04)
+			if q/c > 0.06 || n/c > 0.09 || math.Abs(w/c-0.2) > 0.05 {
+				t.Errorf("%s: s %.4f, %.4f, %.4f; want about 0.02, 0.05, 0.2", d.name, q/c, n/c, w/c)
+			}
+		}
 	}
 }
 
@@ -148,6 +190,24 @@ func TestConcurrencyDiffers(t *testing.T) {
 		res := mustCompare(t, []*Run{mk(1, 10), mk(2, 6)}, 0)
 		if got := hasWarning(res, "concurrency_differs", 2); got != c.want {
 			t.Errorf("%s: concurrency_differs %v, want %v: %+v", c.executor, got, c.want, res.Warnings)
+		}
+	}
+}
+
+// A percentile interval whose lower end the widening pushes below −100 % keeps −100 % once the
+// run-to-run term is added (no NaN reaches the JSON).
+func TestRunNoiseKeepsWideIntervalsFinite(t *testing.T) {
+	a := defaultSynth()
+	a.seconds, a.recorded = 6, 2
+	b := a
+	b.scale = 0.02 // 50 times faster, from 2 requests a second: a ratio near −98 %, widely spread
+	res := mustCompare(t, []*Run{makeRun(t, 1, a, 1), makeRun(t, 2, b, 2)}, 0)
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Metrics {
+		if v := m.Values[1]; v.CILow != nil && (math.IsNaN(*v.CILow) || *v.CILow < -1 || *v.CIHigh < *v.CILow) {
+			t.Errorf("%s: interval [%g, %g]", m.Metric, *v.CILow, *v.CIHigh)
 		}
 	}
 }

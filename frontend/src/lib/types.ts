@@ -91,7 +91,7 @@ export interface CompareValue {
   reason?: string;
   /** For inconclusive: what would decide it; decide_code "longer_run" comes with decide_seconds. */
   decide_hint?: string;
-  decide_code?: 'longer_run' | 'near_threshold' | 'too_noisy' | 'per_second_data' | string;
+  decide_code?: 'longer_run' | 'near_threshold' | 'too_noisy' | 'repeat_runs' | 'per_second_data' | string;
   decide_seconds?: number;
 }
 

@@ -623,6 +623,7 @@ export const en = {
   'compare.decide.longer_run': 'to decide: run both runs for ≥ {n} s',
   'compare.decide.near_threshold': 'to decide: the effect is about the threshold; a much longer run or another threshold',
   'compare.decide.too_noisy': 'to decide: the noise is too high for any practical run; quieten the target or raise the threshold',
+  'compare.decide.repeat_runs': 'to decide: the runs differ from run to run by more than a longer run can settle; repeat both runs and compare the repeats, or quieten the machine',
   'compare.decide.per_second_data': 'to decide: compare runs that carry per-second data',
   'compare.decide.errors_rose': 'not an improvement: the error rate rose; fix the errors, then compare again',
   'compare.tip.tps': 'TPS counts successful responses per second (failed requests are no throughput)',

@@ -612,6 +612,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'compare.decide.longer_run': '如需结论：两次运行都至少运行 {n} 秒',
   'compare.decide.near_threshold': '如需结论：效应接近阈值，需要长得多的运行或换一个阈值',
   'compare.decide.too_noisy': '如需结论：噪声过大，任何实际时长都不够；请让目标更稳定或提高阈值',
+  'compare.decide.repeat_runs': '如需结论：运行之间的差异超过了延长运行所能消除的程度；请重复两次运行并比较重复结果，或让机器更安静',
   'compare.decide.per_second_data': '如需结论：请比较带有逐秒数据的运行',
   'compare.decide.errors_rose': '不算改进：错误率上升了；请先修复错误再比较',
   'compare.tip.tps': 'TPS 只统计每秒成功响应数（失败的请求不算吞吐量）',
