@@ -14,14 +14,14 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// Three runs of one plan — 20 VUs for 12 s against a loopback target answering in 2 ms, the
+// Two runs of one plan — 20 VUs for 12 s against a loopback target answering in 2 ms, the
 // case where a busy machine's scheduling moves throughput and tail latency most from run to run
-// (docs/compare.md, "Run-to-run noise") — compared pairwise with `volley compare`: no metric of
-// any pair is a regression, and the command exits 0. A difference within the runs' run-to-run
+// (docs/compare.md, "Run-to-run noise") — compared with `volley compare`: no metric is a
+// regression (one pair, not three: each pair has a few per cent chance of a false call by design), and the command exits 0. A difference within the runs' run-to-run
 // noise is no change or inconclusive ("repeat both runs"), never a regression.
 func TestSamePlanTwiceIsNoRegression(t *testing.T) {
 	if testing.Short() {
-		t.Skip("three 12 s runs")
+		t.Skip("two 12 s runs")
 	}
 	dir := t.TempDir()
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
@@ -45,13 +45,13 @@ func TestSamePlanTwiceIsNoRegression(t *testing.T) {
 		}
 		return cmd.ProcessState.ExitCode(), string(out)
 	}
-	files := []string{"a.json", "b.json", "c.json"}
+	files := []string{"a.json", "b.json"}
 	for _, f := range files {
 		if code, out := volley("run", "plan.json", "--out", f, "-q"); code != 0 {
 			t.Fatalf("volley run --out %s: exit %d\n%s", f, code, out)
 		}
 	}
-	for _, pair := range [][2]string{{"a.json", "b.json"}, {"b.json", "c.json"}, {"c.json", "a.json"}} {
+	for _, pair := range [][2]string{{"a.json", "b.json"}} {
 		code, out := volley("compare", pair[0], pair[1])
 		t.Logf("volley compare %s %s: exit %d\n%s", pair[0], pair[1], code, out)
 		if code != 0 || strings.Contains(out, "REGRESSION") {
