@@ -17,8 +17,9 @@ import (
 // Two runs of one plan — 20 VUs for 12 s against a loopback target answering in 2 ms, the
 // case where a busy machine's scheduling moves throughput and tail latency most from run to run
 // (docs/compare.md, "Run-to-run noise") — compared with `volley compare`: no metric is a
-// regression (one pair, not three: each pair has a few per cent chance of a false call by design), and the command exits 0. A difference within the runs' run-to-run
-// noise is no change or inconclusive ("repeat both runs"), never a regression.
+// regression and the command exits 0. A difference within the runs' run-to-run noise is no
+// change or inconclusive ("repeat both runs"), never a regression. One pair, not three: each
+// pair keeps a designed chance of a few per cent of a false call, which three pairs would triple.
 func TestSamePlanTwiceIsNoRegression(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 12 s runs")

@@ -42,7 +42,7 @@ type collector struct {
 	enc           metrics.HistEncoder
 	soFar         *hdr.Histogram // the run so far, for Sample.P95SoFarMs
 
-	names *nameStats // per-name figures (byname.go), made on the first sample
+	names *nameStats   // per-name figures (byname.go), made on the first sample
 	fails liveFailures // Sample.Failures (failures.go)
 }
 

@@ -68,7 +68,7 @@ type vu struct {
 	vars        [][]byte // extracted variables, by slot
 	checkCounts []checkCount
 
-	tm reqTiming // phases of the request in flight (timing.go)
+	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
 }
 
