@@ -106,7 +106,7 @@ describe('RunView of a finished run', () => {
     const q = (s: string) => container.querySelector(s);
     await waitFor(() => expect(q('[data-testid=chart-distribution]')).not.toBeNull());
     expect(q('[data-testid=chart-distribution]')!.getAttribute('data-points')).toBe('5'); // 4 percentiles + max
-    expect(q('[data-testid=summary-by-name]')!.querySelectorAll('tbody tr')).toHaveLength(2);
+    expect(container.querySelectorAll('[data-testid=requests-row]')).toHaveLength(2);
     const checks = [...q('[data-testid=summary-checks]')!.querySelectorAll('tbody tr')];
     expect(checks).toHaveLength(2);
     expect(checks[1].textContent).toContain('98.3 %');

@@ -487,7 +487,6 @@ export const en = {
   'summary.lat.lag': 'schedule lag',
   'summary.lat.lagHint':
     'How late iterations started against their schedule: a late start means the generator, not the target, held the rate back.',
-  'summary.byRequest': 'By request',
   'summary.thresholds': 'Thresholds',
   'summary.checks': 'Checks',
   'failures.title': 'Failures',

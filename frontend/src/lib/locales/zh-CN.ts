@@ -478,7 +478,6 @@ export const zhCN: Record<keyof typeof en, string> = {
   'summary.lat.serviceHint': '从请求实际发出时开始计时（不含等待空闲连接或调度延迟）。',
   'summary.lat.lag': '调度延迟',
   'summary.lat.lagHint': '迭代相对计划开始时间的延迟：开始得晚说明是压测机而非被测目标拖慢了速率。',
-  'summary.byRequest': '按请求',
   'summary.thresholds': '阈值',
   'summary.checks': '检查',
   'failures.title': '失败',
