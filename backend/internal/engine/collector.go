@@ -176,6 +176,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		c.nameCur, c.namePrev = c.namePrev, c.nameCur
 	}
 	s.Hist = c.enc.Encode(d.Lat)
+	s.Events = c.e.takeEvents()
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
@@ -256,6 +257,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	}
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
+	s.Events = c.e.runEvents()
 	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
 	for i, info := range c.e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}

@@ -66,6 +66,9 @@ type Engine struct {
 	wg    sync.WaitGroup
 	vusMu sync.Mutex
 	vus   []*vu
+	live  int // VUs whose goroutine has not ended (guarded by vusMu; control.go)
+
+	ctl control // live control: SetVUs, SetRate (control.go)
 
 	exec executor // the load model's run (executors.go, executor_*.go)
 
@@ -395,12 +398,23 @@ func (e *Engine) stopping(ctx context.Context, i int) bool {
 // wait group's count is above zero then).
 func (e *Engine) spawn(loop func(*vu)) {
 	e.vusMu.Lock()
+	e.startVU(loop)
+}
+
+// startVU creates VU number len(vus) and starts its loop; e.vusMu is held on entry and released.
+func (e *Engine) startVU(loop func(*vu)) {
 	v := newVU(e, len(e.vus))
 	e.vus = append(e.vus, v)
-	e.vusMu.Unlock()
+	e.live++
 	e.wg.Add(1)
+	e.vusMu.Unlock()
 	go func() {
 		defer e.wg.Done()
+		defer func() {
+			e.vusMu.Lock()
+			e.live--
+			e.vusMu.Unlock()
+		}()
 		defer v.finish()
 		defer e.recoverIn("VU", v.id)
 		testPoint("vu", v.id)

@@ -41,6 +41,8 @@ type Sample struct {
 	// cumulative counts so that storage (the run's list columns while it runs) need not decode
 	// and merge the seconds' histograms again. Not in the JSON; 0 before the first response.
 	P95SoFarMs float64 `json:"-"`
+	// Events are the load changes (live control) made in this second.
+	Events []RunEvent `json:"events,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -104,6 +106,19 @@ type Summary struct {
 	GeneratorBoundSeconds int    `json:"generator_bound_seconds"`
 	// Hist is the run's merged latency histogram (HdrHistogram V2, base64), stored with the run.
 	Hist string `json:"-"`
+	// Events are the run's load changes (live control), in order; empty when there were none
+	// (absent from runs older than live control).
+	Events []RunEvent `json:"events"`
+}
+
+// RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).
+type RunEvent struct {
+	T        int64   `json:"t"`         // unix ms
+	ElapsedS float64 `json:"elapsed_s"` // seconds since the run's start
+	Kind     string  `json:"kind"`      // "vus" | "rate"
+	From     float64 `json:"from"`      // VUs, or iterations per the plan's time_unit
+	To       float64 `json:"to"`
+	By       string  `json:"by"` // user name, or "api token <name>", or "cli"
 }
 
 // CheckResult is one check's tally over the run.
