@@ -225,6 +225,7 @@ export type Sample = {
   client: ClientSample;
   generator_bound: boolean;
   by_name?: Record<string, NameSample>;
+  events?: RunEvent[];
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -257,6 +258,7 @@ export type Summary = {
   executor: string;
   seconds: number;
   generator_bound_seconds: number;
+  events: RunEvent[] | null;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -409,6 +411,16 @@ export type ClientSample = {
 export type NameSample = {
   requests: number;
   errors: number;
+};
+
+/** The JSON of Go's metrics.RunEvent. */
+export type RunEvent = {
+  t: number;
+  elapsed_s: number;
+  kind: string;
+  from: number;
+  to: number;
+  by: string;
 };
 
 /** The JSON of Go's metrics.ClientSummary. */

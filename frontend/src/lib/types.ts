@@ -19,6 +19,7 @@ export type {
   PlanStage,
   PlanThreshold,
   RunDetail,
+  RunEvent,
   RunListItem,
   RunStatus,
   Sample,

@@ -62,6 +62,7 @@ export function summary(over: SummaryOver = {}): Summary {
     executor: 'constant-vus',
     seconds: 0,
     generator_bound_seconds: 0,
+    events: [],
     ...rest,
   };
 }
