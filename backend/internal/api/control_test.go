@@ -185,3 +185,37 @@ func TestLiveControlRefusals(t *testing.T) {
 		t.Errorf("finished run: %d %v, want 409 not_running", st, e)
 	}
 }
+
+// Live control is a tester's (a viewer is refused), names who made the change — the user, or the
+// API token's label — and is audited as run.control. A change right after the start waits for the
+// run to have launched its VUs.
+func TestLiveControlRoleByAndAudit(t *testing.T) {
+	a := newAuthApp(t, false, true)
+	ann, tom, vic := a.login("ann", annPW), a.login("tom", tomPW), a.login("vic", vicPW)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	p := a.must(tom, 201, "POST", "/api/plans", planJSON(tg.URL, 1, "30s"))
+	run := a.must(tom, 201, "POST", fmt.Sprintf("/api/plans/%d/runs", int(p["id"].(float64))), "")
+	rid := int(run["id"].(float64))
+	path := fmt.Sprintf("/api/runs/%d/control", rid)
+	if ev := a.must(tom, 200, "POST", path, `{"vus":3}`); ev["by"] != "tom" || ev["to"] != 3.0 {
+		t.Errorf("tom's change: %v", ev)
+	}
+	a.must(vic, 403, "POST", path, `{"vus":4}`)
+	tok := a.must(ann, 201, "POST", "/api/tokens", `{"label":"ci","user":"tom"}`)["token"].(string)
+	if ev := a.must(cred{bearer: tok}, 200, "POST", path, `{"vus":2}`); ev["by"] != "api token ci" || ev["from"] != 3.0 {
+		t.Errorf("the token's change: %v", ev)
+	}
+	a.must(tom, 202, "POST", fmt.Sprintf("/api/runs/%d/stop", rid), "")
+	auditWaitRun(t, a, tom, rid)
+	var got []string
+	for _, e := range auditEntries(a, ann) {
+		if e["action"] == "run.control" {
+			d := e["detail"].(map[string]any)
+			got = append(got, fmt.Sprintf("%v %v %v→%v %v", e["actor"], e["target"], d["from"], d["to"], d["kind"]))
+		}
+	}
+	want := []string{fmt.Sprintf("tom run %d 1→3 vus", rid), fmt.Sprintf("tom run %d 3→2 vus", rid)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("run.control entries %v, want %v", got, want)
+	}
+}

@@ -40,11 +40,17 @@ var (
 
 // control is an Engine's live-control state.
 type control struct {
-	mu     sync.Mutex         // serializes changes, guards events and sent
-	vus    atomic.Int64       // closed models: 0 while the profile rules, n+1 once n VUs are held
-	events []metrics.RunEvent // every change, in order
-	sent   int                // events already handed to a sample (takeEvents)
+	launched chan struct{}      // closed by Run once its executor has launched the VUs
+	mu       sync.Mutex         // serializes changes, guards events and sent
+	vus      atomic.Int64       // closed models: 0 while the profile rules, n+1 once n VUs are held
+	events   []metrics.RunEvent // every change, in order
+	sent     int                // events already handed to a sample (takeEvents)
 }
+
+func newControl() control { return control{launched: make(chan struct{})} }
+
+// launchWait is how long a change waits for a run that is starting to have launched its VUs.
+const launchWait = time.Second
 
 // vuController is a closed-model executor whose VU count can be set while it runs: its VUs run
 // profileLoop over prof.
@@ -121,9 +127,18 @@ func (e *Engine) SetRate(rate float64, by string) (metrics.RunEvent, error) {
 	}, rate)
 }
 
-// change applies one control change under the control lock, once the run sends load and while
-// it has VUs left, and records its event. apply returns the value before the change.
+// change applies one control change under the control lock, once the run has launched its VUs
+// (waiting up to launchWait for a run that is starting) and while it has VUs left, and records
+// its event. apply returns the value before the change.
 func (e *Engine) change(kind, by string, apply func(now time.Duration) (float64, error), to float64) (metrics.RunEvent, error) {
+	// a run just started: its executor launches the VUs first (a change waits for that)
+	t := time.NewTimer(launchWait)
+	defer t.Stop()
+	select {
+	case <-e.ctl.launched:
+	case <-t.C:
+		return metrics.RunEvent{}, ErrNotRunning
+	}
 	e.ctl.mu.Lock()
 	defer e.ctl.mu.Unlock()
 	if !e.sending() {

@@ -138,7 +138,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	if opts.Policy == nil {
 		opts.Policy = netpolicy.Default()
 	}
-	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
+	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}), ctl: newControl(),
 		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})},
 		rows: c.Rows, extractSlots: c.ExtractSlots}
 	sum := 0
@@ -324,6 +324,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	}()
 
 	e.launchGuarded(ctx)
+	close(e.ctl.launched)
 	allDone := make(chan struct{})
 	go func() { e.wg.Wait(); close(allDone) }()
 
