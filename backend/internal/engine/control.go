@@ -63,17 +63,6 @@ type rateController interface {
 	setRate(now time.Duration, perSecond float64) (from float64)
 }
 
-// Controls reports which quantity of a running plan can be changed: "vus", "rate" or "" (none).
-func Controls(executor string) string {
-	switch executor {
-	case plan.ConstantVUs, plan.RampingVUs:
-		return "vus"
-	case plan.ConstantArrivalRate, plan.RampingArrivalRate:
-		return "rate"
-	}
-	return ""
-}
-
 // SetVUs makes a running closed-model run (constant-vus, ramping-vus) hold n VUs from now to its
 // end. VUs above n finish their current iteration and then wait (graceful, as a ramp-down); VUs
 // beyond those spawned so far are started at once. by says who asked (metrics.RunEvent.By). It is
