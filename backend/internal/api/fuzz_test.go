@@ -40,7 +40,7 @@ var fuzzRoutes = []string{
 	"GET /api/health", "GET /api/plans", "POST /api/plans", "GET /api/plans/{id}", "PUT /api/plans/{id}",
 	"DELETE /api/plans/{id}", "POST /api/plans/{id}/runs", "GET /api/plans/{id}/trend", "GET /api/runs",
 	"GET /api/runs/{id}", "PATCH /api/runs/{id}", "GET /api/runs/{id}/previous", "GET /api/runs/{id}/distribution",
-	"GET /api/runs/{id}/report", "POST /api/runs/{id}/stop", "DELETE /api/runs/{id}", "GET /api/runs/{id}/samples",
+	"GET /api/runs/{id}/report", "POST /api/runs/{id}/stop", "POST /api/runs/{id}/control", "DELETE /api/runs/{id}", "GET /api/runs/{id}/samples",
 	"GET /api/compare",
 }
 

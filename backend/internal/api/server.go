@@ -13,9 +13,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/compare"
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/report"
+	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -42,6 +44,7 @@ type Store interface {
 type Runs interface {
 	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
 	Stop(ctx context.Context, id int64) (*store.Run, error)
+	Control(ctx context.Context, id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error)
 	Delete(ctx context.Context, id int64) (*store.Run, error)
 	Active() (int64, bool)
 	Stream(ctx context.Context, id int64) ([][]byte, error)
@@ -166,6 +169,7 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/runs/:id/report", longWrite, s.runReport)
 	a.POST("/runs/import", s.wrap(s.importRun)) // runimport.go
 	a.POST("/runs/:id/stop", s.wrap(s.stopRun))
+	a.POST("/runs/:id/control", s.wrap(s.controlRun)) // control.go
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))
 	a.GET("/runs/:id/samples", longWrite, s.wrap(s.samples))
 	a.GET("/runs/:id/live", s.live)

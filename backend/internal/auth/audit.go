@@ -22,6 +22,7 @@ const (
 	ActRunStart     = "run.start"
 	ActRunStop      = "run.stop"
 	ActRunDelete    = "run.delete"
+	ActRunControl   = "run.control"
 	ActPlanCreate   = "plan.create"
 	ActPlanUpdate   = "plan.update"
 	ActPlanDelete   = "plan.delete"

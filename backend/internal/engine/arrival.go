@@ -27,10 +27,11 @@ type arrival struct {
 	sched        schedule
 	preAllocated int
 	maxVUs       int64
-	next         atomic.Int64 // the next iteration number to claim
-	pool         atomic.Int64 // VUs spawned
-	waiting      atomic.Int64 // VUs holding a claimed, not yet due iteration
-	stopWakeups  func()       // precise timer wakeups (wakeup_linux.go)
+	next         atomic.Int64             // the next iteration number to claim
+	pool         atomic.Int64             // VUs spawned
+	waiting      atomic.Int64             // VUs holding a claimed, not yet due iteration
+	stopWakeups  func()                   // precise timer wakeups (wakeup_linux.go)
+	override     atomic.Pointer[schedule] // the schedule SetRate made; nil: sched (control.go)
 }
 
 // newArrival prepares an open model's run over sched with the plan's VU pool.
@@ -68,26 +69,27 @@ func (a *arrival) loop(v *vu) {
 			return
 		}
 		i := a.next.Add(1) - 1
-		off, ok := a.sched.at(i)
-		if !ok {
-			return
-		}
-		due := off
-		if due >= e.endAt {
-			return
-		}
+		sc := a.cur()
+		due, ok := a.due(sc, i)
 		now := e.now()
+		if !ok || due >= e.endAt && now >= e.endAt {
+			return
+		}
 		if wait := due - now; wait > 0 {
 			a.waiting.Add(1)
 			for wait > 0 && !e.stop.Load() {
 				time.Sleep(min(wait, parkStep))
+				if s := a.cur(); s != sc { // SetRate: plan the claimed iteration again
+					sc = s
+					due, _ = a.due(sc, i)
+				}
 				now = e.now()
 				wait = due - now
 			}
 			if a.waiting.Add(-1) == 0 {
 				a.grow()
 			}
-			if e.stop.Load() {
+			if e.stop.Load() || due >= e.endAt {
 				return
 			}
 		} else if -wait > dropTolerance {
@@ -122,13 +124,19 @@ func (a *arrival) grow() {
 // one nanosecond of rounding, it wakes after wakeupGap instead of walking them all (a stop must
 // never wait for this loop).
 func (a *arrival) nextWakeup(now time.Duration) (time.Duration, bool) {
+	w, ok := a.nextDue(now)
+	return a.wakeupCap(now, w, ok)
+}
+
+func (a *arrival) nextDue(now time.Duration) (time.Duration, bool) {
 	e := a.e
 	if e.stop.Load() {
 		return 0, false
 	}
-	j := a.sched.index(now)
+	sc := a.cur()
+	j := sc.index(now)
 	for range 1024 {
-		t, ok := a.sched.at(j)
+		t, ok := sc.at(j)
 		if !ok || t >= e.endAt {
 			return 0, false
 		}

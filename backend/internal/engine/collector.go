@@ -168,6 +168,7 @@ func (c *collector) tick(now time.Time, final bool) {
 	}
 	s.Failures = c.fails.next(c.e.fails)
 	s.Hist = c.enc.Encode(d.Lat)
+	s.Events = c.e.takeEvents()
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
@@ -240,6 +241,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
 	s.Failures = c.e.fails.groups(&c.fails.now)
+	s.Events = c.e.runEvents()
 	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
 	for i, info := range c.e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}

@@ -66,6 +66,9 @@ type Engine struct {
 	wg    sync.WaitGroup
 	vusMu sync.Mutex
 	vus   []*vu
+	live  int // VUs whose goroutine has not ended (guarded by vusMu; control.go)
+
+	ctl control // live control: SetVUs, SetRate (control.go)
 
 	exec executor // the load model's run (executors.go, executor_*.go)
 
@@ -137,7 +140,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	if opts.Policy == nil {
 		opts.Policy = netpolicy.Default()
 	}
-	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}),
+	e := &Engine{p: p, opts: opts, rec: metrics.NewRecorder(opts.Shards), abortCh: make(chan struct{}), ctl: newControl(),
 		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})},
 		rows: c.Rows, extractSlots: c.ExtractSlots}
 	sum := 0
@@ -324,6 +327,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	}()
 
 	e.launchGuarded(ctx)
+	close(e.ctl.launched)
 	allDone := make(chan struct{})
 	go func() { e.wg.Wait(); close(allDone) }()
 
@@ -398,12 +402,23 @@ func (e *Engine) stopping(ctx context.Context, i int) bool {
 // wait group's count is above zero then).
 func (e *Engine) spawn(loop func(*vu)) {
 	e.vusMu.Lock()
+	e.startVU(loop)
+}
+
+// startVU creates VU number len(vus) and starts its loop; e.vusMu is held on entry and released.
+func (e *Engine) startVU(loop func(*vu)) {
 	v := newVU(e, len(e.vus))
 	e.vus = append(e.vus, v)
-	e.vusMu.Unlock()
+	e.live++
 	e.wg.Add(1)
+	e.vusMu.Unlock()
 	go func() {
 		defer e.wg.Done()
+		defer func() {
+			e.vusMu.Lock()
+			e.live--
+			e.vusMu.Unlock()
+		}()
 		defer v.finish()
 		defer e.recoverIn("VU", v.id)
 		testPoint("vu", v.id)

@@ -16,11 +16,17 @@ func init() {
 		Order:   0,
 		Length:  func(l *plan.Load) time.Duration { return l.Duration.D() },
 		PeakVUs: func(l *plan.Load) int { return l.VUs },
-	}, func(e *Engine) executor { return constantVUsRun{e} })
+	}, func(e *Engine) executor {
+		l := &e.p.Load
+		return &constantVUsRun{e: e, prof: rampProfile(l.VUs, []plan.Stage{{Duration: l.Duration, Target: l.VUs}})}
+	})
 }
 
-type constantVUsRun struct{ e *Engine }
-
-func (x constantVUsRun) launch(ctx context.Context) {
-	x.e.spawnEach(ctx, x.e.p.Load.VUs, func(v *vu) { v.closedLoop(nil) })
+// constantVUsRun holds its VUs as a flat profile, which SetVUs can replace (control.go).
+type constantVUsRun struct {
+	e    *Engine
+	prof profile
 }
+
+func (x *constantVUsRun) launch(ctx context.Context) { x.e.launchProfile(ctx, &x.prof) }
+func (x *constantVUsRun) profile() *profile          { return &x.prof }

@@ -46,6 +46,7 @@ type rampingVUsRun struct {
 }
 
 func (x *rampingVUsRun) launch(ctx context.Context) { x.e.launchProfile(ctx, &x.prof) }
+func (x *rampingVUsRun) profile() *profile          { return &x.prof }
 
 // rampProfile builds the profile of ramping-vus stages starting from startVUs.
 func rampProfile(startVUs int, stages []plan.Stage) profile {

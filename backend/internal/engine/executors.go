@@ -139,10 +139,11 @@ func (e *Engine) launchProfile(ctx context.Context, prof *profile) {
 	e.spawnEach(ctx, prof.peak(), func(v *vu) { v.profileLoop(prof) })
 }
 
-// profileLoop runs a VU of a closed model whose VU count follows a profile (ramping-vus,
-// concurrency-sweep): VU i works while the profile's value is at least i+1, finishing its current
-// iteration before it parks (k6's graceful ramp-down), and sleeps until the profile next reaches
-// it.
+// profileLoop runs a VU of a closed model whose VU count follows a profile (constant-vus,
+// ramping-vus, concurrency-sweep): VU i works while the profile's value — or the count SetVUs set
+// (Engine.level) — is at least i+1, finishing its current iteration before it parks (k6's
+// graceful ramp-down), and sleeps until the profile next reaches it. A VU of a run SetVUs
+// applies to waits to the run's end rather than ending early, as the count may rise again.
 func (v *vu) profileLoop(prof *profile) {
 	e := v.e
 	active := false
@@ -159,7 +160,7 @@ func (v *vu) profileLoop(prof *profile) {
 		if elapsed >= e.endAt {
 			return
 		}
-		if prof.value(elapsed) >= float64(v.id+1) {
+		if e.level(prof, elapsed) >= float64(v.id+1) {
 			if !active {
 				active = true
 				e.rec.VUStarted()
@@ -172,7 +173,7 @@ func (v *vu) profileLoop(prof *profile) {
 			active = false
 			e.rec.VUStopped()
 		}
-		at, ok := prof.nextActive(v.id, elapsed)
+		at, ok := e.nextActive(prof, v.id, elapsed)
 		if !ok {
 			return
 		}

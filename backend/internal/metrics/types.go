@@ -48,7 +48,7 @@ type Sample struct {
 	// (Summary.Failures at the end). A group's Sample is sent once, in the first second that has
 	// it; later seconds leave it out.
 	Failures []FailureGroup `json:"failures,omitempty"`
-	// Events are the live-control changes made in this second.
+	// Events are the load changes (live control) made in this second.
 	Events []RunEvent `json:"events,omitempty"`
 }
 
@@ -126,8 +126,19 @@ type Summary struct {
 	Failures []FailureGroup `json:"failures"`
 	// Timing is the whole run's split of exchanges into connect, TLS, wait and receive.
 	Timing Timing `json:"timing"`
-	// Events are the live-control changes made during the run, in time order.
+	// Events are the run's load changes (live control), in order; empty when there were none
+	// (absent from runs older than live control).
 	Events []RunEvent `json:"events"`
+}
+
+// RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).
+type RunEvent struct {
+	T        int64   `json:"t"`         // unix ms
+	ElapsedS float64 `json:"elapsed_s"` // seconds since the run's start
+	Kind     string  `json:"kind"`      // "vus" | "rate"
+	From     float64 `json:"from"`      // VUs, or iterations per the plan's time_unit
+	To       float64 `json:"to"`
+	By       string  `json:"by"` // user name, or "api token <name>", or "cli"
 }
 
 // CheckResult is one check's tally over the run.

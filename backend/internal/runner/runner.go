@@ -113,6 +113,7 @@ type active struct {
 	ending  bool  // the engine has returned: the sinks' channels are closing
 	outs    []chan event
 	done    chan struct{}
+	eng     *engine.Engine // for Control (control.go)
 }
 
 // fail ends the run as failed with err (a sink's panic; the first failure wins), as Fail does.
@@ -154,7 +155,7 @@ func (r *Runner) Start(c *plan.Compiled, create func(started time.Time) (int64, 
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a := &active{id: id, cancel: cancel, outs: outs, done: make(chan struct{})}
+	a := &active{id: id, cancel: cancel, outs: outs, done: make(chan struct{}), eng: eng}
 	r.active = a
 	drained := make([]chan struct{}, len(r.sinks))
 	for i, s := range r.sinks {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -43,7 +44,8 @@ func (s *Service) Seconds(ctx context.Context, id int64, points int) (Seconds, e
 }
 
 // pick returns the indices of the stored seconds to send: all of them when there are at most n,
-// else LTTB per series on rps and p95 (compare.Downsample), at most n.
+// else LTTB per series on rps and p95 (compare.Downsample), at most n, plus every second that
+// holds a load change (live control's events, at most engine.MaxRunEvents), in time order.
 func pick(smps []store.Sample, n int) ([]int, bool, error) {
 	if len(smps) <= n {
 		idx := make([]int, len(smps))
@@ -53,6 +55,7 @@ func pick(smps []store.Sample, n int) ([]int, bool, error) {
 		return idx, false, nil
 	}
 	x := make([]float64, len(smps))
+	var events []int // seconds holding load changes: always sent
 	rps := make([]float64, len(smps))
 	p95 := make([]float64, len(smps))
 	for i, s := range smps {
@@ -61,13 +64,23 @@ func pick(smps []store.Sample, n int) ([]int, bool, error) {
 			Latency struct {
 				P95 float64 `json:"p95"`
 			} `json:"latency_ms"`
+			Events []json.RawMessage `json:"events"`
 		}
 		if err := json.Unmarshal(s.Data, &v); err != nil {
 			return nil, false, fmt.Errorf("second %d: %w", s.Second, err)
 		}
 		x[i], rps[i], p95[i] = float64(s.Second), v.RPS, v.Latency.P95
+		if len(v.Events) > 0 {
+			events = append(events, i)
+		}
 	}
-	return compare.Downsample(x, [][]float64{rps, p95}, n), true, nil
+	idx := compare.Downsample(x, [][]float64{rps, p95}, n)
+	if len(events) > 0 {
+		idx = append(idx, events...)
+		slices.Sort(idx)
+		idx = slices.Compact(idx)
+	}
+	return idx, true, nil
 }
 
 func downsampled(smps []store.Sample, n int) (Seconds, error) {

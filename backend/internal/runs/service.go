@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -204,4 +205,24 @@ func (s *Service) Stream(ctx context.Context, id int64) ([][]byte, error) {
 		msgs = append(msgs, summaryMessage(r.Summary, RunOf(r)))
 	}
 	return msgs, nil
+}
+
+// Controller is a Runner whose running tests' load can be changed (implemented by *runner.Runner).
+type Controller interface {
+	Control(id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error)
+}
+
+// Control changes run id's VUs or rate while it runs (runner.Runner.Control, check being the
+// server's limits on the plan as the change makes it) and returns the change as recorded. Errors:
+// store.ErrNotFound (no such run), runner.ErrNotRunning (the run is not running, or the runner
+// cannot control runs), runner.ErrNotControllable, runner.ErrTooManyChanges, *plan.ValidationError.
+func (s *Service) Control(ctx context.Context, id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error) {
+	if _, err := s.store.GetRun(ctx, id); err != nil {
+		return metrics.RunEvent{}, err
+	}
+	c, ok := s.runner.(Controller)
+	if !ok {
+		return metrics.RunEvent{}, runner.ErrNotRunning
+	}
+	return c.Control(id, ch, check)
 }

@@ -16,6 +16,7 @@ type Target struct {
 	*httptest.Server
 	requests atomic.Int64
 	conns    atomic.Int64
+	open     atomic.Int64
 }
 
 // NewTarget starts a target on 127.0.0.1 serving h; it is closed when the test ends.
@@ -27,8 +28,12 @@ func NewTarget(t testing.TB, h http.HandlerFunc) *Target {
 		h(w, r)
 	}))
 	tg.Server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
+		switch s {
+		case http.StateNew:
 			tg.conns.Add(1)
+			tg.open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			tg.open.Add(-1)
 		}
 	}
 	tg.Start()
@@ -41,6 +46,9 @@ func (t *Target) Requests() int64 { return t.requests.Load() }
 
 // Conns is the number of connections the target accepted.
 func (t *Target) Conns() int64 { return t.conns.Load() }
+
+// OpenConns is the number of connections open at the target now (accepted, not yet closed).
+func (t *Target) OpenConns() int64 { return t.open.Load() }
 
 // ClosedPort returns a loopback address on which nothing listens.
 func ClosedPort(t testing.TB) string {

@@ -8,6 +8,7 @@ import type {
   Plan,
   PlanInput,
   Run,
+  RunEvent,
   SamplesResponse,
   Secret,
   SendResult,
@@ -231,6 +232,8 @@ export const api = {
     request<ListResponse<Run>>('GET', `/api/runs${qs({ ...q })}`, undefined, signal),
   getRun: (id: number | string, signal?: AbortSignal) => request<Run>('GET', `/api/runs/${id}`, undefined, signal),
   stopRun: (id: number | string) => request<Run>('POST', `/api/runs/${id}/stop`),
+  /** Live control: hold `vus` VUs, or start `rate` iterations per time_unit, from now on (exactly one). */
+  controlRun: (id: number | string, change: { vus: number } | { rate: number }) => request<RunEvent>('POST', `/api/runs/${id}/control`, change),
   deleteRun: (id: number | string) => request<void>('DELETE', `/api/runs/${id}`),
   /** Samples in time order; with `points`, at most that many (the server downsamples with LTTB). */
   samples: (id: number | string, points?: number, signal?: AbortSignal) =>

@@ -22,6 +22,7 @@ export type {
   PlanStage,
   PlanThreshold,
   RunDetail,
+  RunEvent,
   RunListItem,
   RunStatus,
   Sample,

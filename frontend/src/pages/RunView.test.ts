@@ -161,6 +161,51 @@ describe('RunView', () => {
     expect(q('[data-testid=run-failing]')).toBeNull(); // one banner, not two
   });
 
+  it('changes the rate of a running open model and marks the change on the charts, live and in the summary', async () => {
+    const ev = { t: 5000, elapsed_s: 2.4, kind: 'rate', from: 10, to: 40, by: 'local' };
+    const f = fetch as unknown as ReturnType<typeof vi.fn>;
+    f.mockImplementation(async (url: string, init: RequestInit = {}) => {
+      if (url === '/api/runs/7/control' && init.method === 'POST') return new Response(JSON.stringify(ev), { status: 200 });
+      if (url === '/api/runs/7') return new Response(JSON.stringify(running), { status: 200 });
+      return new Response(JSON.stringify({ items: [] }), { status: 200 });
+    });
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    ws.send({ type: 'sample', data: sample(1) });
+    await waitFor(() => expect(q('[data-testid=live-control]')).not.toBeNull());
+    const input = q('[data-testid=live-control-value]') as HTMLInputElement;
+    expect(input.value).toBe('10'); // the plan's constant rate
+    await fireEvent.input(input, { target: { value: '40' } });
+    await fireEvent.click(q('[data-testid=live-control-apply]')!);
+    await waitFor(() => expect(q('[data-testid=chart-tps]')!.getAttribute('data-events')).toBe('1'));
+    expect(q('[data-testid=chart-vus]')!.getAttribute('data-events')).toBe('1');
+    expect(q('[data-testid=run-events]')!.textContent).toContain('rate 10 → 40 by local at 2.4 s');
+    // the same change arrives in its second's sample: still one event
+    ws.send({ type: 'sample', data: sample(3, { events: [ev] }) });
+    await waitFor(() => expect(q('[data-testid=chart-tps]')!.getAttribute('data-points')).toBe('2'));
+    expect(q('[data-testid=chart-tps]')!.getAttribute('data-events')).toBe('1');
+
+    ws.send({ type: 'summary', data: { ...summary, events: [ev] }, run: { ...running, status: 'finished', ended_at: new Date().toISOString() } });
+    await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
+    expect(q('[data-testid=live-control]')).toBeNull();
+    expect(q('[data-testid=chart-tps]')!.getAttribute('data-events')).toBe('1');
+  });
+
+  it('offers no live control for an iteration-based executor', async () => {
+    const iter = { ...running, plan: wirePlan({ requests: [{ url: 'http://127.0.0.1:1/' }], load: { executor: 'per-vu-iterations', vus: 2, iterations: 5 } }) };
+    (fetch as unknown as ReturnType<typeof vi.fn>).mockImplementation(async (url: string) =>
+      url === '/api/runs/7' ? new Response(JSON.stringify(iter), { status: 200 }) : new Response(JSON.stringify({ items: [] }), { status: 200 }),
+    );
+    const { container } = render(RunView, { id: '7' });
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    FakeSocket.all[0].onopen?.();
+    await waitFor(() => expect(container.querySelector('[data-testid=stop-run]')).not.toBeNull());
+    expect(container.querySelector('[data-testid=live-control]')).toBeNull();
+  });
+
   it('says the connection is lost and freezes the elapsed counter while it is', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'Date'] });
     try {

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/runner"
+)
+
+// controlBody is POST /api/runs/:id/control's body: exactly one of vus and rate.
+type controlBody struct {
+	VUs  *float64 `json:"vus"`
+	Rate *float64 `json:"rate"`
+}
+
+// controlRun changes a running test's VUs or rate (live control): 200 with the RunEvent recorded;
+// 400 (field errors on vus or rate), 404 (no such run), 409 (not running, or its executor has no
+// such control).
+func (s *Server) controlRun(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return 0, nil, unreadableBody()
+	}
+	var b controlBody
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil || dec.More() {
+		e := badRequest(`the body must be a JSON object {"vus": N} or {"rate": R}`)
+		if err != nil {
+			if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}
+			}
+		}
+		return 0, nil, e
+	}
+	ch := runner.Change{By: s.changedBy(c)}
+	field := "rate"
+	switch {
+	case (b.VUs == nil) == (b.Rate == nil):
+		return 0, nil, &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: "give exactly one of vus and rate",
+			Fields: map[string]string{"vus": "give vus or rate", "rate": "give vus or rate"}}
+	case b.VUs != nil:
+		field = "vus"
+		if *b.VUs != math.Trunc(*b.VUs) || *b.VUs < 0 || *b.VUs > plan.MaxVUs {
+			return 0, nil, invalidControl(field, fmt.Sprintf("must be a whole number of VUs between 0 and %d", plan.MaxVUs))
+		}
+		n := int(*b.VUs)
+		ch.VUs = &n
+	default:
+		ch.Rate = b.Rate
+	}
+	ev, err := s.runs.Control(c.Request.Context(), id, ch, func(p *plan.Plan) error { return s.caps.Check(p) })
+	var ve *plan.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		// the caps name the field of the load they checked (load.vus, load.rate, …): the body has one
+		msgs := make([]string, 0, len(ve.Fields))
+		for _, m := range ve.Fields {
+			msgs = append(msgs, m)
+		}
+		return 0, nil, invalidControl(field, strings.Join(msgs, "; "))
+	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
+		return 0, nil, errf(http.StatusConflict, "not_controllable", "%s", err.Error())
+	case err != nil:
+		return 0, nil, err
+	}
+	s.audit(c, auth.ActRunControl, fmt.Sprintf("run %d", id),
+		map[string]any{"run_id": id, "kind": ev.Kind, "from": ev.From, "to": ev.To})
+	return http.StatusOK, ev, nil
+}
+
+func invalidControl(field, msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: field + " " + msg,
+		Fields: map[string]string{field: msg}}
+}
+
+// changedBy names the caller of a live-control request (metrics.RunEvent.By): the user's name, or
+// "api token LABEL" for a request made with an API token.
+func (s *Server) changedBy(c *gin.Context) string {
+	p := principal(c)
+	if p.Via == auth.ViaToken && s.auth != nil {
+		if t, err := s.auth.Service.GetToken(c.Request.Context(), p.TokenID); err == nil && t.Label != "" {
+			return "api token " + t.Label
+		}
+		return fmt.Sprintf("api token %d", p.TokenID)
+	}
+	return p.User
+}
