@@ -114,7 +114,7 @@ func TestKillNineLosesAtMostTheCurrentSecond(t *testing.T) {
 			within++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "kill -9: %d trials in %s; %d/%d lost <= 1 s; min %v, median %v, max %v; all: %v\n", trials,
+	t.Logf("kill -9: %d trials in %s; %d/%d lost <= 1 s; min %v, median %v, max %v; all: %v\n", trials,
 		time.Since(started).Round(time.Second), within, trials, lost[0].Round(time.Millisecond),
 		lost[len(lost)/2].Round(time.Millisecond), lost[len(lost)-1].Round(time.Millisecond), roundAll(lost))
 }
