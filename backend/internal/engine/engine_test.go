@@ -214,16 +214,22 @@ func TestThresholdsEvaluated(t *testing.T) {
 func TestSamplesCoverWholeSeconds(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(2 * time.Millisecond) })
 	sum, samples, d := runSamplesProbed(t, mustPlan(t, constantVUs(tg.URL, 4, "3s")))
-	// A collector tick that wakes past the next one folds two seconds into one sample (counted
-	// once, never lost): allowed only when the probe saw a wakeup over a quarter second late.
-	folds := 0
+	// A tick that ends past the next one folds two seconds into one sample (counted once, never
+	// lost). Not only a late wakeup does that: on a busy machine the first tick's read of the
+	// recorder (first touch of every shard's histograms) was measured at 1.1-2.7 s with wakeups
+	// under 0.1 s late. So a fold is allowed, logged, and must still be whole seconds.
+	folds, span := 0, 0.0
 	for _, s := range samples {
+		span += s.IntervalS
 		if s.IntervalS > 1.3 {
 			folds++
 		}
 	}
-	if len(samples)+folds < 3 || folds > 0 && d.probe.Max < 250*time.Millisecond {
-		t.Fatalf("%d samples (%d folded) for a 3 s run", len(samples), folds)
+	if folds > 0 {
+		t.Logf("%d of %d samples fold two seconds (%v)", folds, len(samples), d.probe)
+	}
+	if len(samples)+folds < 3 || span < 2.9 || span > 3.3+d.worst/1000 {
+		t.Fatalf("%d samples (%d folded) over %.3f s for a 3 s run: %+v", len(samples), folds, span, samples)
 	}
 	for i, s := range samples {
 		if s.ElapsedS != i+1 || s.IntervalS < 0.9 || s.IntervalS > 2.3 {
