@@ -33,7 +33,7 @@ UI_OUT    := $(UI_DIR)/dist/index.html
 UI_INPUTS := $(shell find $(UI_DIR)/src $(UI_DIR)/public $(UI_DIR)/scripts -type f 2>/dev/null) \
              $(wildcard $(UI_DIR)/index.html $(UI_DIR)/*.config.* $(UI_DIR)/tsconfig*.json $(UI_DIR)/package.json)
 
-.PHONY: help run build ui ui-deps contract test test-short fuzz check bench clean FORCE
+.PHONY: help run build ui ui-deps contract test test-short test-stress fuzz check bench clean FORCE
 
 help: ## List the targets (default)
 	@echo "Volley — make targets:"
@@ -93,6 +93,10 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresh
 		echo "+ $(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
+
+N ?= 5
+test-stress: ## make test N times (default 5) beside stress-ng --cpu 2, then a pass/fail tally (scripts/stress-test.sh)
+	scripts/stress-test.sh $(N)
 
 test-short: ui ## Quick Go tests: go test -short, no race detector
 	$(GO) test -short -count=1 ./...

@@ -27,5 +27,9 @@ export default defineConfig({
     include: ['src/**/*.test.ts'],
     setupFiles: ['src/test-setup.ts'],
     restoreMocks: true,
+    // A hang guard, not a margin: on a busy machine (make test beside stress-ng, other builds) the
+    // first render of a page in jsdom alone was measured at 5.5 s, past vitest's default 5 s.
+    // Every assertion waits for a condition that must come true; only a hang takes this long.
+    testTimeout: 30_000,
   },
 });

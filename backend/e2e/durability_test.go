@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // killTrials is how many SIGKILLs TestKillNineLosesAtMostTheCurrentSecond makes: 20 by default
@@ -27,11 +29,17 @@ func killTrials(t *testing.T) int {
 	return 20
 }
 
-// commitGrace is how long after a second ends its commit may still be in flight: the collector
-// reads the counters and the process, the store sink decodes the second's histogram and commits
-// (≈ 0.25 ms of CPU); on a loaded machine the goroutines wait for a core first. Measured here, on 2
-// cores at load 12-14 (60 kills): 3 landed in that window (1.023, 1.074, 1.112 s lost), 57 lost < 1 s.
-const commitGrace = 250 * time.Millisecond
+// commitGrace is how long after a second ends its commit may still be in flight on a quiet
+// machine: the collector reads the counters and the process, the store sink decodes the second's
+// histogram and commits (≈ 0.25 ms of CPU and a WAL write). On a loaded machine each of those
+// goroutines (the collector's tick, the sink, the commit) first waits for a core: the test adds
+// commitWakeups times the worst scheduling delay it measured during the trial (testutil.SchedProbe;
+// before, a fixed 250 ms measured on 2 cores at load 12-14 had 3 of 60 kills land in that window:
+// 1.023, 1.074, 1.112 s lost).
+const (
+	commitGrace   = 50 * time.Millisecond
+	commitWakeups = 3
+)
 
 // TestKillNineLosesAtMostTheCurrentSecond SIGKILLs `volley serve` mid-run, at a random moment of
 // a second, again and again on one database, and restarts it each time: every killed run must come
@@ -72,12 +80,14 @@ func TestKillNineLosesAtMostTheCurrentSecond(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		// A random moment of the run's second or third second.
+		probe := testutil.StartSchedProbe(t)
 		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
 		if err := syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("trial %d: kill: %v", trial, err)
 		}
 		killed := time.Now() // the signal is delivered: the server runs no more code
-		srv.kill(t)          // waits for it to exit
+		grace := commitGrace + probe.Stop().Slack(commitWakeups)
+		srv.kill(t) // waits for it to exit
 
 		srv = startServer(t, db, demo)
 		var after runJSON
@@ -102,9 +112,9 @@ func TestKillNineLosesAtMostTheCurrentSecond(t *testing.T) {
 		}
 		l := killed.Sub(time.UnixMilli(last.T))
 		lost = append(lost, l)
-		if l > time.Second+commitGrace {
-			t.Errorf("trial %d: %v lost (kill %s, last stored second ended %s, %d seconds stored)",
-				trial, l.Round(time.Millisecond), killed.Format("15:04:05.000"), time.UnixMilli(last.T).Format("15:04:05.000"), len(smps))
+		if l > time.Second+grace {
+			t.Errorf("trial %d: %v lost, want ≤ 1 s + %v (kill %s, last stored second ended %s, %d seconds stored)",
+				trial, l.Round(time.Millisecond), grace.Round(time.Millisecond), killed.Format("15:04:05.000"), time.UnixMilli(last.T).Format("15:04:05.000"), len(smps))
 		}
 	}
 	slices.Sort(lost)
@@ -114,7 +124,7 @@ func TestKillNineLosesAtMostTheCurrentSecond(t *testing.T) {
 			within++
 		}
 	}
-	fmt.Fprintf(os.Stderr, "kill -9: %d trials in %s; %d/%d lost <= 1 s; min %v, median %v, max %v; all: %v\n", trials,
+	t.Logf("kill -9: %d trials in %s; %d/%d lost <= 1 s; min %v, median %v, max %v; all: %v\n", trials,
 		time.Since(started).Round(time.Second), within, trials, lost[0].Round(time.Millisecond),
 		lost[len(lost)/2].Round(time.Millisecond), lost[len(lost)-1].Round(time.Millisecond), roundAll(lost))
 }

@@ -1,3 +1,9 @@
+import { configure } from '@testing-library/svelte';
+
+// waitFor polls until its condition holds; its timeout only bounds a hang. The default 1 s is
+// less than a render takes on a busy machine (make test beside stress-ng), so it is 10 s here.
+configure({ asyncUtilTimeout: 10_000 });
+
 // jsdom lacks these browser APIs; the run view's charts use them.
 class NoopResizeObserver {
   observe() {}

@@ -64,7 +64,7 @@ func newStack(t *testing.T, c stackConfig) *stack {
 			db = filepath.Join(t.TempDir(), "volley.db")
 		}
 		var err error
-		if st, err = store.Open(db); err != nil {
+		if st, err = store.OpenWith(db, store.Options{SlowLog: testutil.LogWriter(t, "store: ")}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() }) // after the server and the runner

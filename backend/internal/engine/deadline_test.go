@@ -27,21 +27,39 @@ func TestTimedOutRequestDoesNotPoisonTheNext(t *testing.T) {
 		answered.Add(1)
 	})
 	begin := time.Now()
-	sum, _ := run(t, mustPlan(t, closedPlan(tg.URL, 2, "2s", "200ms", "")))
-	if took := time.Since(begin); took > 4*time.Second {
-		t.Errorf("run took %v", took)
+	sum, d := runProbed(t, mustPlan(t, closedPlan(tg.URL, 2, "2s", "200ms", "")))
+	if took, limit := time.Since(begin), 4*time.Second+d.probe.Slack(testutil.StopChain); took > limit {
+		t.Errorf("run took %v, want ≤ %v", took, limit)
 	}
-	if len(sum.ErrorKinds) != 1 || sum.ErrorKinds["timeout"] != hung.Load() {
-		t.Errorf("kinds %v, target hung %d", sum.ErrorKinds, hung.Load())
+	timeouts := sum.ErrorKinds["timeout"]
+	if len(sum.ErrorKinds) != 1 || sum.Errors != timeouts || sum.Successes+timeouts != sum.Requests {
+		t.Errorf("kinds %v: want requests %d = successes %d + timeouts", sum.ErrorKinds, sum.Requests, sum.Successes)
 	}
-	if sum.Successes != answered.Load() || sum.Requests != tg.Requests() {
-		t.Errorf("successes %d requests %d; target answered %d of %d", sum.Successes, sum.Requests, answered.Load(), tg.Requests())
+	// A prompt answer crosses 3 wakeups (the send, the target's handler, the read). While 3 of the
+	// latest measured stay within the 200 ms timeout, the timeouts are exactly the hung requests
+	// and every answer is a success. Later wakeups can stretch a prompt answer past the timeout
+	// (and a request can time out before it reaches the target): then each hung request is still
+	// a timeout and each success an answer.
+	calm := d.probe.Slack(3) < 200*time.Millisecond
+	if !calm {
+		t.Logf("a wakeup was %v late: answers may time out too; the exact split is not checked", d.probe.Max)
+	}
+	if calm && (timeouts != hung.Load() || sum.Successes != answered.Load() || sum.Requests != tg.Requests()) ||
+		timeouts < hung.Load() || sum.Successes > answered.Load() || sum.Requests < tg.Requests() {
+		t.Errorf("timeouts %d successes %d requests %d; target hung %d, answered %d of %d", timeouts, sum.Successes, sum.Requests,
+			hung.Load(), answered.Load(), tg.Requests())
 	}
 	// every timeout closes its connection; the VU's next request dials a new one
-	if conns := tg.Conns(); conns < hung.Load() || conns > hung.Load()+2 {
-		t.Errorf("target accepted %d connections for %d timeouts and 2 VUs", conns, hung.Load())
+	if conns := tg.Conns(); conns < hung.Load() || conns > timeouts+2 {
+		t.Errorf("target accepted %d connections for %d timeouts (%d hung) and 2 VUs", conns, timeouts, hung.Load())
 	}
-	between(t, "max ms (successes)", sum.Latency.Max, 0, 150)
+	// a success is a prompt answer: well within the timeout on a quiet machine, at most the
+	// timeout (by a late timer) on a busy one
+	if calm {
+		between(t, "max ms (successes)", sum.Latency.Max, 0, 150)
+	} else {
+		between(t, "max ms (successes)", sum.Latency.Max, 0, 200+d.worst)
+	}
 }
 
 // Answers land on both sides of the deadline, many times a second: every request ends exactly once,

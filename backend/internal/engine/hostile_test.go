@@ -239,9 +239,11 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 	debug.FreeOSMemory()
 	idle := procStatus(t, "VmRSS")
 	stop := peakRSS(t)
+	probe := testutil.StartSchedProbe(t)
 	start := time.Now()
 	sum, err := e.Run(context.Background())
 	took := time.Since(start)
+	delay := probe.Stop()
 	peak := stop()
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +253,8 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	t.Logf("%-20s checks=%-5v vus=%d: %.2f s (summary %.2f s), RSS idle %d MiB, peak +%d MiB; requests %d, interrupted %d, kinds %v",
-		c.path, c.checks, vus, took.Seconds(), sum.DurationS, idle>>20, (peak-idle)>>20, sum.Requests, sum.Interrupted, sum.ErrorKinds)
+	t.Logf("%-20s checks=%-5v vus=%d: %.2f s (summary %.2f s), RSS idle %d MiB, peak +%d MiB; requests %d, interrupted %d, kinds %v; %v",
+		c.path, c.checks, vus, took.Seconds(), sum.DurationS, idle>>20, (peak-idle)>>20, sum.Requests, sum.Interrupted, sum.ErrorKinds, delay)
 	if peak-idle > 256<<20 {
 		t.Errorf("%s: peak RSS %d MiB over idle (%d MiB), want ≤ 256 MiB", c.path, (peak-idle)>>20, idle>>20)
 	}
@@ -262,14 +264,26 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 		// without); the traffic itself must still end by duration + graceful_stop + 1 s.
 		limit += time.Second
 	}
-	if took > limit || sum.DurationS > 3 {
-		t.Errorf("%s: the run took %v (its traffic %.2f s), want ≤ %v (≤ 3 s)", c.path, took, sum.DurationS, limit)
+	// The end is a chain of wakeups (the stop timer, each VU, the summary) that a busy machine
+	// delays each by up to what the probe measured.
+	limit += delay.Slack(testutil.StopChain)
+	traffic := 3 + delay.Slack(testutil.StopChain).Seconds()
+	if took > limit || sum.DurationS > traffic {
+		t.Errorf("%s: the run took %v (its traffic %.2f s), want ≤ %v (≤ %.2f s)", c.path, took, sum.DurationS, limit, traffic)
 	}
 	if sum.Successes != 0 {
 		t.Errorf("%s: %d successes against a hostile target", c.path, sum.Successes)
 	}
-	if sum.ErrorKinds[c.want[0]] == 0 {
-		t.Errorf("%s: no %s (kinds %v)", c.path, c.want[0], sum.ErrorKinds)
+	// The hostile answer must be recognised as what it is. On a busy machine the target, another
+	// process still writing the endless answers of the cases before, may not send a single answer
+	// to 200 VUs within the 1 s timeout: then one request with a 10 s timeout must see it.
+	if kind := c.want[0]; sum.ErrorKinds[kind] == 0 {
+		t.Logf("%s: no %s in the run (kinds %v): one request with a 10 s timeout instead", c.path, kind, sum.ErrorKinds)
+		one := mustPlan(t, fmt.Sprintf(`{"name":"hostile","requests":[{"url":"http://%s%s"%s}],
+			"load":{"executor":"per-vu-iterations","vus":1,"iterations":1},"http":{"timeout":"10s","max_body":65536}}`, addr, c.path, extra))
+		if s, _ := run(t, one); s.ErrorKinds[kind] != 1 {
+			t.Errorf("%s: no %s (kinds %v; alone with a 10 s timeout: %v)", c.path, kind, sum.ErrorKinds, s.ErrorKinds)
+		}
 	}
 	// A 2-core machine running 1 000 VUs and the target at once misses some 1 s timeouts whatever
 	// the answer: connects and first bytes that wait for a CPU.
@@ -411,13 +425,15 @@ func TestStopCutsOffAnEndlessBody(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(500*time.Millisecond, cancel)
+	probe := testutil.StartSchedProbe(t)
 	start := time.Now()
 	sum, err := e.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 3*time.Second { // stop at 0.5 s + graceful_stop 1 s + 1 s
-		t.Errorf("the run took %v after a stop at 0.5 s", took)
+	// stop at 0.5 s + graceful_stop 1 s + 1 s, and the stop's wakeups on a busy machine
+	if took, limit := time.Since(start), 3*time.Second+probe.Stop().Slack(testutil.StopChain); took > limit {
+		t.Errorf("the run took %v after a stop at 0.5 s (limit %v)", took, limit)
 	}
 	if sum.Interrupted != 20 || sum.Requests != 0 {
 		t.Errorf("interrupted %d, requests %d kinds %v: want the 20 stuck requests interrupted", sum.Interrupted, sum.Requests, sum.ErrorKinds)

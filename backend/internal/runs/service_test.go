@@ -50,7 +50,7 @@ func newRig(t *testing.T, c rigConfig) *rig {
 	if c.db == "" {
 		c.db = filepath.Join(t.TempDir(), "volley.db")
 	}
-	st, err := store.Open(c.db)
+	st, err := store.OpenWith(c.db, store.Options{SlowLog: testutil.LogWriter(t, "store: ")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,9 @@ type Options struct {
 	// short-lived readers such as `volley compare` on a database `volley serve` checks when it
 	// starts: the check reads the whole file (0.5–2 s per 100 MB, more from a cold disk).
 	SkipIntegrityCheck bool
+	// SlowLog is where statements slower than 500 ms are logged; nil is os.Stderr. Tests give
+	// their own test log: on a busy machine a slow statement is expected, not news for stderr.
+	SlowLog io.Writer
 }
 
 // OpenWith is Open with options.
@@ -126,7 +129,11 @@ func OpenWith(path string, o Options) (*Store, error) {
 		}
 		narrowModes(abs) // only once the file is known to be Volley's
 	}
-	s, err := open(ctx, path, abs, needsID)
+	slowLog := o.SlowLog
+	if slowLog == nil {
+		slowLog = os.Stderr
+	}
+	s, err := open(ctx, path, abs, needsID, slowLog)
 	if err != nil && created {
 		// Nothing of the user's is in a file made by this call: leave no half-made database.
 		for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
@@ -138,7 +145,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 
 // open opens the pool on a file prepare and inspect have accepted, sets the application_id when
 // needsID, proves the file writable and applies the migrations.
-func open(ctx context.Context, path, abs string, needsID bool) (*Store, error) {
+func open(ctx context.Context, path, abs string, needsID bool, slowLog io.Writer) (*Store, error) {
 	// A file: URI so that any character in the path is escaped; mattn/go-sqlite3 reads the
 	// underscore parameters and applies them to every new connection, SQLite ignores them.
 	q := url.Values{}
@@ -152,7 +159,7 @@ func open(ctx context.Context, path, abs string, needsID bool) (*Store, error) {
 	db, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
 		SkipDefaultTransaction: true, // every write below chooses its own transaction
 		NowFunc:                func() time.Time { return time.Now().UTC() },
-		Logger:                 dbLogger(os.Stderr, 500*time.Millisecond),
+		Logger:                 dbLogger(slowLog, 500*time.Millisecond),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"io"
 	"log"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,21 @@ func (e *ExpectedErrors) Write(p []byte) (int, error) {
 		}
 	}
 	e.t.Log("server: " + line)
+	return len(p), nil
+}
+
+// LogWriter is an io.Writer whose every write goes to t's log, prefixed: for a log a component
+// writes while a test runs (a store's slow statements on a busy machine), so that it is shown
+// with that test, when it fails, instead of on the test binary's stderr.
+func LogWriter(t testing.TB, prefix string) io.Writer { return logWriter{t, prefix} }
+
+type logWriter struct {
+	t      testing.TB
+	prefix string
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 

@@ -71,6 +71,16 @@ func (d SchedDelay) Later(d0 time.Duration) int {
 	return len(d.lates) - i
 }
 
+// Slack is how much later than on a quiet machine a span of wall time may end when n wakeups in a
+// row lie on it (a stop crosses the context's timer, each VU, the collector, the summary): n times
+// the latest wakeup measured, since each of them may have been that late. Zero on a machine whose
+// wakeups were never late, so the bound it widens is the quiet machine's promise.
+func (d SchedDelay) Slack(n int) time.Duration { return time.Duration(n) * d.Max }
+
+// StopChain is the number of wakeups a run's end or stop is given in Slack: the grace or context
+// timer, the VUs seeing the stop, the collector's last tick, the summary, the caller.
+const StopChain = 10
+
 // String gives the figures for a test log.
 func (d SchedDelay) String() string {
 	return fmt.Sprintf("scheduling delay over %d wakeups: p50 %v, p99 %v, max %v", d.Wakeups, d.P50, d.P99, d.Max)

@@ -106,8 +106,11 @@ describe('RunView', () => {
     await waitFor(() => expect(q('[data-testid=summary]')).not.toBeNull());
     expect(q('[data-testid=run-status]')!.textContent).toBe('stopped');
 
+    // The stop request is still pending (the view is busy), then its late answer arrives: wait until
+    // the view has handled it (busy ends, Run again is enabled), not for a guessed time.
+    expect(q('[data-testid=run-again]')!.hasAttribute('disabled')).toBe(true);
     stopAnswer({ ...running, status: 'running' });
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => expect(q('[data-testid=run-again]')!.hasAttribute('disabled')).toBe(false));
     expect(q('[data-testid=run-status]')!.textContent).toBe('stopped');
     expect(q('[data-testid=run-thresholds]')!.textContent).toContain('thresholds passed');
     expect(q('[data-testid=stop-run]')).toBeNull();
