@@ -153,9 +153,9 @@ func TestREADMECIExample(t *testing.T) {
 	if !regexpLine(out, "p50", "REGRESSION") {
 		t.Errorf("p50 is not a regression:\n%s", out)
 	}
-	// Each second's throughput of 2 VUs moves with how late the machine wakes them: with 1% of
-	// wakeups over a quarter of the 20 ms service time late, 10 seconds may not tell a 40 % drop
-	// from that noise (measured beside stress-ng: CI [-72 %, +29 %]). Then TPS must not be called
+	// Each second's throughput moves with how late the machine wakes the VUs: with 1% of wakeups
+	// over a quarter of the 20 ms service time late, 10 seconds may not tell the drop from that
+	// noise (measured beside stress-ng with 2 VUs: CI [-72 %, +29 %]). Then TPS must not be called
 	// anything but a regression or inconclusive.
 	if calm := sched.P99 < 5*time.Millisecond; calm && !regexpLine(out, "tps", "REGRESSION") ||
 		!regexpLine(out, "tps", "REGRESSION") && !regexpLine(out, "tps", "inconclusive") {
