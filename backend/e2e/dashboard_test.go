@@ -317,6 +317,32 @@ func TestHTMLReportOpensOfflineAndValidates(t *testing.T) {
 		t.Fatalf("Network.enable: %v", err)
 	}
 	goOffline(t, ctx)
+	// The network really is off: from the blank page the browser starts on (no CSP of the report's
+	// to block it first), a fetch to a live local server fails as disconnected and never arrives.
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(async () => {
+		try { await fetch(%s, {mode: "no-cors"}); return "fetched"; } catch (e) { return "failed: " + e.message; }
+	})()`, jsString(probe.URL+"/probe")), chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("probe fetch: %v", err)
+	}
+	var netErr string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) { // the event is on its way: a busy machine delays it
+		mu.Lock()
+		netErr = failures[probe.URL+"/probe"]
+		mu.Unlock()
+		if netErr != "" {
+			break
+		}
+	}
+	if !strings.HasPrefix(res, "failed") || probeHits.Load() != 0 || netErr != "net::ERR_INTERNET_DISCONNECTED" {
+		t.Errorf("offline emulation is not effective: fetch %q, probe hits %d, network error %q (want net::ERR_INTERNET_DISCONNECTED)",
+			res, probeHits.Load(), netErr)
+	} else {
+		t.Logf("offline check: fetch to %s -> %s, %s, 0 hits", probe.URL, res, netErr)
+	}
+	mu.Lock()
+	urls = nil // the probe is not the report's
+	mu.Unlock()
 	fileURL := (&url.URL{Scheme: "file", Path: file}).String()
 	if err := chromedp.Do(ctx, chromedp.Navigate(fileURL)); err != nil {
 		t.Fatalf("open %s: %v", fileURL, err)
@@ -359,28 +385,6 @@ func TestHTMLReportOpensOfflineAndValidates(t *testing.T) {
 		t.Errorf("want at least one rendered <svg> chart with shapes: %+v", svg)
 	}
 
-	// The network really is off: a fetch to a live local server fails and never arrives.
-	res, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(async () => {
-		try { await fetch(%s, {mode: "no-cors"}); return "fetched"; } catch (e) { return "failed: " + e.message; }
-	})()`, jsString(probe.URL+"/probe")), chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatalf("probe fetch: %v", err)
-	}
-	var netErr string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) { // the event is on its way: a busy machine delays it
-		mu.Lock()
-		netErr = failures[probe.URL+"/probe"]
-		mu.Unlock()
-		if netErr != "" {
-			break
-		}
-	}
-	if !strings.HasPrefix(res, "failed") || probeHits.Load() != 0 || netErr != "net::ERR_INTERNET_DISCONNECTED" {
-		t.Errorf("offline emulation is not effective: fetch %q, probe hits %d, network error %q (want net::ERR_INTERNET_DISCONNECTED)",
-			res, probeHits.Load(), netErr)
-	} else {
-		t.Logf("offline check: fetch to %s -> %s, %s, 0 hits", probe.URL, res, netErr)
-	}
 	screenshot(t, ctx, "report.png")
 }
 
