@@ -235,7 +235,7 @@ var dictionaries = map[string]map[string]string{
 		"lat.all":     "all responses",
 		"lat.success": "successes",
 		"lat.service": "service time",
-		"lat.none":    "no successful response: latencies are unknown",
+		"lat.none":    "no response: latencies are unknown",
 
 		"phase.connect": "connect",
 		"phase.tls":     "TLS handshake",
@@ -411,7 +411,7 @@ var dictionaries = map[string]map[string]string{
 		"lat.all":     "全部响应",
 		"lat.success": "成功响应",
 		"lat.service": "服务时间",
-		"lat.none":    "没有成功的响应：延迟未知",
+		"lat.none":    "没有任何响应：延迟未知",
 
 		"phase.connect": "连接",
 		"phase.tls":     "TLS 握手",

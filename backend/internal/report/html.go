@@ -51,7 +51,7 @@ type nameRow struct {
 	ErrorRate string
 	RPS       float64
 	L         metrics.Latency
-	None      bool // no successful response: its latencies are unknown ("—")
+	None      bool // no response at all (HasLatency false): its latencies are unknown ("—")
 	Checks    string
 }
 
@@ -130,7 +130,7 @@ type page struct {
 	Outcome     string
 	OutcomeText string
 	OutcomeWhy  string
-	// NoLatency: no successful response, so the run's latencies are unknown ("—", never 0).
+	// NoLatency: no response at all (HasLatency false), so the run's latencies are unknown ("—", never 0).
 	NoLatency bool
 }
 
@@ -204,7 +204,7 @@ func buildPage(r Report, lang string) page {
 	p.Settings = settingsOf(r.Plan, t)
 	s := r.Summary
 	if s != nil {
-		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), s.Successes == 0
+		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), !HasLatency(s.Latency, s.StatusCodes)
 	} else if r.Meta.Status != "" {
 		// without a summary only a failed or interrupted run has a known outcome
 		if o := metrics.OutcomeOf(r.Meta.Status, 1, 0, nil); o == metrics.OutcomeFailed {
@@ -293,12 +293,26 @@ func failedThresholds(s *metrics.Summary) int {
 	return n
 }
 
+// HasLatency tells whether a latency block (ms) describes any response, error statuses (503, a
+// failed check) included: some status was counted, or some latency is above 0. A request that got
+// no response (connection refused, timeout) records no latency, so a name or run with none has
+// unknown latencies ("—"), never 0. The frontend's hasLatencyData (frontend/src/lib/format.ts)
+// is the same rule.
+func HasLatency(l metrics.Latency, statusCodes map[string]int64) bool {
+	for _, n := range statusCodes {
+		if n > 0 {
+			return true
+		}
+	}
+	return l.Max > 0
+}
+
 func pctText(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + " %" }
 
 func (p *page) byName(s *metrics.Summary) {
 	for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
 		n := s.ByName[name]
-		row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, RPS: n.RPS, ErrorRate: "–", None: n.Errors >= n.Requests}
+		row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, RPS: n.RPS, ErrorRate: "–", None: !HasLatency(n.Latency, nil)}
 		if n.Requests > 0 {
 			row.ErrorRate = pctText(float64(n.Errors) / float64(n.Requests))
 		}

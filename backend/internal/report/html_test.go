@@ -87,6 +87,8 @@ func TestHTMLSectionsPerLanguage(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			r := rich(60)
 			r.Lang = lang
+			// every response an error (503), yet responses: their latency is known
+			r.Summary.ByName["unavailable"] = metrics.NameStats{Requests: 4, Errors: 4, Latency: metrics.Latency{P50: 2, P90: 3, P95: 4, P99: 5, Max: 6}}
 			doc := render(t, r)
 			tt := func(key string, args ...any) string { return template_escape(tr(lang, key, args...)) }
 			for _, want := range []string{
@@ -141,7 +143,10 @@ func TestHTMLSectionsPerLanguage(t *testing.T) {
 			if !strings.Contains(doc, "<tr><td>"+tt("lat.service")+"</td><td>—</td>") {
 				t.Error("an unrecorded latency does not show —")
 			}
-			// the name without success shows "—" for its latencies, never 0
+			if !strings.Contains(doc, "<td>unavailable</td><td>4</td><td>0.0</td><td>4</td><td>100.00 %</td><td>2.000</td><td>3.000</td><td>4.000</td><td>5.000</td><td>6.000</td>") {
+				t.Error("a request name whose responses were all errors does not show its latencies")
+			}
+			// the name without any response shows "—" for its latencies, never 0
 			if !strings.Contains(doc, "<td>dead</td><td>5</td><td>0.0</td><td>5</td><td>100.00 %</td><td>—</td><td>—</td><td>—</td><td>—</td><td>—</td><td></td></tr>") {
 				t.Error("a request name without success does not show — for its latencies")
 			}
