@@ -242,7 +242,7 @@ var dictionaries = map[string]map[string]string{
 		"phase.wait":    "waiting (time to first byte)",
 		"phase.receive": "receiving",
 		"timing.all":    "all requests",
-		"timing.note":   "Connect and TLS count only requests that opened a connection; waiting runs from the request written to the first response byte.",
+		"timing.note":   "Connect and TLS are 0 for a request on a reused (kept-alive) connection, and those zeros count in the percentiles; waiting runs from the request written to the first response byte.",
 
 		"fail.sample":      "sample response (HTTP {status})",
 		"fail.moreHeaders": "… {n} more headers",
@@ -418,7 +418,7 @@ var dictionaries = map[string]map[string]string{
 		"phase.wait":    "等待（首字节时间）",
 		"phase.receive": "接收",
 		"timing.all":    "全部请求",
-		"timing.note":   "连接与 TLS 只计入新建连接的请求；等待从请求写出到收到第一个响应字节。",
+		"timing.note":   "复用（keep-alive）连接上的请求，其连接与 TLS 时间为 0，这些 0 也计入百分位数；等待从请求写出到收到第一个响应字节。",
 
 		"fail.sample":      "示例响应（HTTP {status}）",
 		"fail.moreHeaders": "… 另有 {n} 个响应头",

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // Bounds of what the page prints of a run's failures: the first maxFailureRows groups (the rest
@@ -92,6 +93,9 @@ type eventRow struct {
 
 // verdict is the generator's verdict: could the run's figures be trusted to describe the target?
 type verdict struct {
+	// Passed: the run passed, so a generator that kept up means the figures describe the target
+	// (said only then, as the run view does; a failed run's figures describe its failures).
+	Passed         bool
 	Bound, Seconds int
 	CPUAvg, CPUMax float64
 	RSSMax         uint64
@@ -220,7 +224,7 @@ func buildPage(r Report, lang string) page {
 		for _, th := range s.Thresholds {
 			row := thresholdRow{Expr: th.Expr, OK: th.OK, Value: t("noData"), Evaluated: true}
 			if th.Value != nil {
-				row.Value = strconv.FormatFloat(*th.Value, 'g', 6, 64)
+				row.Value = ThresholdValue(th.Expr, *th.Value)
 			}
 			p.Thresholds = append(p.Thresholds, row)
 		}
@@ -235,7 +239,7 @@ func buildPage(r Report, lang string) page {
 		if s.Aborted != "" {
 			p.Warnings = append(p.Warnings, t("warn.aborted", "why", s.Aborted))
 		}
-		p.Verdict = &verdict{Bound: s.GeneratorBoundSeconds, Seconds: s.Seconds, CPUAvg: s.Client.CPUPercentAvg,
+		p.Verdict = &verdict{Passed: p.Outcome == metrics.OutcomePassed, Bound: s.GeneratorBoundSeconds, Seconds: s.Seconds, CPUAvg: s.Client.CPUPercentAvg,
 			CPUMax: s.Client.CPUPercentMax, RSSMax: s.Client.RSSBytesMax, AllocsPerReq: s.Client.HeapAllocsPerRequest, LagP99: s.ScheduleLag.P99}
 	} else {
 		p.Warnings = append(p.Warnings, t("warn.noSummary"))
@@ -291,6 +295,39 @@ func failedThresholds(s *metrics.Summary) int {
 		}
 	}
 	return n
+}
+
+// ThresholdValue prints a threshold's observed value in its metric's unit, as the run view does
+// (fmtThresholdValue in frontend/src/lib/format.ts): an error_rate fraction as a percentage with 3
+// significant digits (0.202818 → "20.3 %"), a latency in ms with 3 decimals (as the
+// report's latency tables), rps in req/s with 1,
+// anything else with 4 significant digits.
+func ThresholdValue(expr string, v float64) string {
+	rule, err := plan.ParseThreshold(expr)
+	switch {
+	case err != nil:
+	case rule.Metric == "error_rate":
+		return sig3(v*100) + " %"
+	case rule.Metric == "rps":
+		return strconv.FormatFloat(v, 'f', 1, 64) + " req/s"
+	default: // p, avg, min, max, med: ms
+		return strconv.FormatFloat(v, 'f', 3, 64) + " ms"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// sig3 prints v rounded to 3 significant digits, without an exponent or trailing zeros (100 and
+// more: no decimals).
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	d := max(2-int(math.Floor(math.Log10(math.Abs(v)))), 0)
+	text := strconv.FormatFloat(v, 'f', d, 64)
+	if d > 0 {
+		text = strings.TrimRight(strings.TrimRight(text, "0"), ".")
+	}
+	return text
 }
 
 // HasLatency tells whether a latency block (ms) describes any response, error statuses (503, a
