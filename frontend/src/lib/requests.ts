@@ -98,9 +98,15 @@ export function rowsFromSummary(sum: Pick<Summary, 'by_name'>): RequestRow[] {
 
 /**
  * totalRow adds the rows up. Its percentiles are the run's (the summary's) after the run, the one
- * row's when there is one; live with several names they are not known (null, shown empty).
+ * row's when there is one; live with several names they are the run's of the last second (live:
+ * the latest sample, as the P95 tile), since the names' own cannot be merged — null (shown "—")
+ * until a sample has a response.
  */
-export function totalRow(rows: RequestRow[], sum?: Pick<Summary, 'latency_ms' | 'status_codes' | 'rps'> | null): RequestRow {
+export function totalRow(
+  rows: RequestRow[],
+  sum?: Pick<Summary, 'latency_ms' | 'status_codes' | 'rps'> | null,
+  live?: Pick<Sample, 'latency_ms' | 'status_codes'> | null,
+): RequestRow {
   const add = (f: (r: RequestRow) => number | null) =>
     rows.some((r) => f(r) !== null) ? rows.reduce((a, r) => a + (f(r) ?? 0), 0) : null;
   const requests = rows.reduce((a, r) => a + r.requests, 0);
@@ -111,11 +117,8 @@ export function totalRow(rows: RequestRow[], sum?: Pick<Summary, 'latency_ms' | 
     return makeRow('', requests, errors, hasLatencyData(l, sum.status_codes), { rps: sum.rps, p50: l?.p50, p95: l?.p95, p99: l?.p99, ...checks });
   }
   const one = rows.length === 1 ? rows[0] : undefined; // live, the run's percentiles are the one name's
-  return makeRow('', requests, errors, one?.p50 != null, {
-    rps: add((r) => r.rps) ?? undefined,
-    p50: one?.p50 ?? undefined,
-    p95: one?.p95 ?? undefined,
-    p99: one?.p99 ?? undefined,
-    ...checks,
-  });
+  const l = one ? { p50: one.p50 ?? undefined, p95: one.p95 ?? undefined, p99: one.p99 ?? undefined } : live?.latency_ms;
+  const has = one ? one.p50 !== null : hasLatencyData(live?.latency_ms, live?.status_codes);
+  return makeRow('', requests, errors, has, { rps: add((r) => r.rps) ?? undefined, p50: l?.p50, p95: l?.p95, p99: l?.p99, ...checks });
 }
+
