@@ -7,12 +7,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/report"
 )
 
 // printByName writes the summary's per-request table: one row per request name (a plan with one
 // name has one), with its counts, rate, latency percentiles, checks and the p95 of each phase
-// of its requests (metrics.Timing). A name without a successful response shows "—" for its
-// times, never 0.
+// of its requests (metrics.Timing). A name without any response (report.HasLatency; a 503 is a
+// response) shows "—" for its times, never 0.
 func printByName(tw *tabwriter.Writer, s *metrics.Summary) {
 	if len(s.ByName) == 0 {
 		return
@@ -21,7 +22,7 @@ func printByName(tw *tabwriter.Writer, s *metrics.Summary) {
 	for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
 		n := s.ByName[name]
 		t := func(v float64) string {
-			if n.Requests == n.Errors {
+			if !report.HasLatency(n.Latency, nil) {
 				return "—"
 			}
 			return fmt.Sprintf("%.3f", v)

@@ -6,13 +6,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
 
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// `volley run` prints a row per request name with its phases' p95; a name with no successful
-// response has "—" for its times, not 0.
+// `volley run` prints a row per request name with its phases' p95; a name whose every response
+// was an error (503) still has its times: "—" is only for a name without any response.
 func TestRunPrintsPerRequestRows(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/bad" {
@@ -50,7 +53,24 @@ func TestRunPrintsPerRequestRows(t *testing.T) {
 	if wait, err := strconv.ParseFloat(home[10], 64); err != nil || wait < 5 || home[1] != "4" || home[3] != "0" || home[7] != "4/0" {
 		t.Errorf("home row %q", home)
 	}
-	if broken[1] != "4" || broken[3] != "4" || broken[4] != "—" || broken[10] != "—" {
+	if p50, err := strconv.ParseFloat(broken[4], 64); err != nil || p50 <= 0 || broken[1] != "4" || broken[3] != "4" || broken[10] == "—" {
 		t.Errorf("broken row %q", broken)
+	}
+}
+
+// A name that got no response at all (every connection refused) has "—" for its times, never 0.
+func TestPrintByNameNoResponse(t *testing.T) {
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+	printByName(tw, &metrics.Summary{ByName: map[string]metrics.NameStats{"refused": {Requests: 3, Errors: 3}}})
+	_ = tw.Flush()
+	var row []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "refused" {
+			row = f
+		}
+	}
+	if len(row) != 12 || row[4] != "—" || row[6] != "—" || row[10] != "—" {
+		t.Errorf("refused row %q in:\n%s", row, out.String())
 	}
 }

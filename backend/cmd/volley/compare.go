@@ -247,7 +247,8 @@ func printComparison(w io.Writer, runs []*compare.Run, res *compare.Result) {
 }
 
 // effectText is a value's effect with its confidence interval: relative effects in %, absolute
-// ones (the error rate) in percentage points; "" when the metric has no test.
+// ones (the error rate) in percentage points, the interval's bounds too; "" when the metric has
+// no test.
 func effectText(m compare.Metric, v compare.Value, conf float64) string {
 	if v.Effect == nil || v.CILow == nil || v.CIHigh == nil {
 		return ""
@@ -256,7 +257,7 @@ func effectText(m compare.Metric, v compare.Value, conf float64) string {
 	if m.EffectKind != "relative" {
 		unit = " pp"
 	}
-	return fmt.Sprintf("effect %+.1f%s, %.0f%% CI [%+.1f, %+.1f]", *v.Effect*100, unit, conf*100, *v.CILow*100, *v.CIHigh*100)
+	return fmt.Sprintf("effect %+.1f%s, %.0f%% CI [%+.1f%s, %+.1f%s]", *v.Effect*100, unit, conf*100, *v.CILow*100, unit, *v.CIHigh*100, unit)
 }
 
 func compareName(runs []*compare.Run, id int64) string {

@@ -9,6 +9,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/volley-load/volley/backend/internal/compare"
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
@@ -76,5 +77,18 @@ func TestCompareFailingTargetExitsOne(t *testing.T) {
 				t.Errorf("%s: %q", c.name, line)
 			}
 		}
+	}
+}
+
+// The effect's interval carries its unit on both bounds: "[-95.6%, +1949.6%]", not "[-95.6, +1949.6]".
+func TestEffectTextIntervalHasUnit(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	v := compare.Value{Effect: f(0.12), CILow: f(-0.956), CIHigh: f(19.496)}
+	if got, want := effectText(compare.Metric{EffectKind: "relative"}, v, 0.95), "effect +12.0%, 95% CI [-95.6%, +1949.6%]"; got != want {
+		t.Errorf("relative: %q, want %q", got, want)
+	}
+	v = compare.Value{Effect: f(0.002), CILow: f(0.001), CIHigh: f(0.003)}
+	if got, want := effectText(compare.Metric{EffectKind: "absolute"}, v, 0.95), "effect +0.2 pp, 95% CI [+0.1 pp, +0.3 pp]"; got != want {
+		t.Errorf("absolute: %q, want %q", got, want)
 	}
 }

@@ -278,6 +278,30 @@ func TestRunReportFlag(t *testing.T) {
 	if tg.Requests() != before {
 		t.Error("load was sent although the report language is unknown")
 	}
+	// --report-lang without --report, and a report file whose extension names no format (.pdf,
+	// none): usage errors (status 2) naming what is wrong, before any load.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--report-lang", "zh-CN"}, "--report-lang needs --report"},
+		{[]string{"--report", filepath.Join(dir, "r.pdf")}, "--report r.pdf: the format follows the extension: .html, .htm, .json or .csv"},
+		{[]string{"--report", filepath.Join(dir, "r")}, "--report r: the format follows the extension"},
+	} {
+		runReport = reportFile{}
+		cmd := runCmd()
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		errOut.Reset()
+		cmd.SetErr(&errOut)
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetArgs(append([]string{planPath}, c.args...))
+		if err := cmd.Execute(); !errors.As(err, &ec) || ec != exitUsage || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%q: %v %q, want %q", c.args, err, errOut.String(), c.want)
+		}
+	}
+	if tg.Requests() != before {
+		t.Error("load was sent although the report flags were wrong")
+	}
 	runReport = reportFile{}
 }
 

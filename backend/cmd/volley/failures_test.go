@@ -32,3 +32,18 @@ func TestSummaryListsTopFailures(t *testing.T) {
 		t.Errorf("summary:\n%s", text)
 	}
 }
+
+// Threshold values print in their metric's unit (report.ThresholdValue), not raw floats.
+func TestSummaryThresholdValuesInUnits(t *testing.T) {
+	rate, p95 := 0.20114255086900537, 12.3456789
+	s := &metrics.Summary{Requests: 10, Errors: 2, Thresholds: []metrics.ThresholdResult{
+		{Expr: "error_rate<1%", Value: &rate}, {Expr: "p(95)<200ms", Value: &p95, OK: true}, {Expr: "p(99)<1s"}}}
+	var out bytes.Buffer
+	printSummary(&out, &plan.Plan{Name: "p"}, s)
+	text := out.String()
+	for _, want := range []string{"(value 20.1 %)", "(value 12.346 ms)", "(no data)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/report"
 )
 
 func runCmd() *cobra.Command {
@@ -290,7 +291,7 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		}
 		val := "no data"
 		if t.Value != nil {
-			val = fmt.Sprintf("value %g", *t.Value)
+			val = "value " + report.ThresholdValue(t.Expr, *t.Value)
 		}
 		fmt.Fprintf(tw, "threshold\t%s\t%s\t(%s)\n", t.Expr, mark, val)
 	}

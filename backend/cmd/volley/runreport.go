@@ -17,7 +17,7 @@ import (
 
 // runReport is `volley run --report FILE`: it keeps the run's seconds (without their histograms)
 // and writes a report from them and the summary — no database involved. The format follows the
-// file's extension: .json, .csv, else HTML.
+// file's extension: .json, .csv, .html or .htm (reportFormats); another is a usage error.
 var runReport reportFile
 
 type reportFile struct {
@@ -31,14 +31,18 @@ type reportFile struct {
 // --out does), exiting with status 3 if not. The check neither truncates an existing file nor
 // leaves a new one behind: the report is written only once the run has ended.
 func (r *reportFile) flag(c *cobra.Command) {
-	c.Flags().StringVar(&r.path, "report", "", "write a report of the run to this file: HTML (one self-contained page), or .json / .csv by extension")
-	c.Flags().StringVar(&r.lang, "report-lang", report.DefaultLang, "language of an HTML report: "+strings.Join(report.Langs, " or "))
+	c.Flags().StringVar(&r.path, "report", "", "write a report of the run to this file, in the format of its extension: .html/.htm (one self-contained page), .json or .csv")
+	c.Flags().StringVar(&r.lang, "report-lang", report.DefaultLang, "language of an HTML report (with --report): "+strings.Join(report.Langs, " or "))
 	prev := c.PreRunE
 	c.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if prev != nil {
 			if err := prev(cmd, args); err != nil {
 				return err
 			}
+		}
+		if r.path == "" && cmd.Flags().Changed("report-lang") {
+			fmt.Fprintln(cmd.ErrOrStderr(), "volley: --report-lang needs --report FILE (it is the HTML report's language)")
+			return exitCode(exitUsage)
 		}
 		if _, ok := report.Lang(r.lang, ""); !ok {
 			fmt.Fprintf(cmd.ErrOrStderr(), "volley: --report-lang must be one of %s\n", strings.Join(report.Langs, ", "))
@@ -47,6 +51,10 @@ func (r *reportFile) flag(c *cobra.Command) {
 		if r.path == "" {
 			return nil
 		}
+		if _, ok := reportFormats[strings.ToLower(filepath.Ext(r.path))]; !ok {
+			fmt.Fprintf(cmd.ErrOrStderr(), "volley: --report %s: the format follows the extension: .html, .htm, .json or .csv\n", filepath.Base(r.path))
+			return exitCode(exitUsage)
+		}
 		if err := probeWritable(r.path); err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "volley: cannot write the report: %v\n", err)
 			return exitCode(exitCannotRun)
@@ -54,6 +62,9 @@ func (r *reportFile) flag(c *cobra.Command) {
 		return nil
 	}
 }
+
+// reportFormats maps a --report file's extension (lower case) to the format written.
+var reportFormats = map[string]string{".html": "html", ".htm": "html", ".json": "json", ".csv": "csv"}
 
 func probeWritable(path string) error {
 	if fi, err := os.Stat(path); err == nil {
@@ -109,13 +120,7 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 		meta.StartedAt, meta.EndedAt = &start, &end
 	}
 	lang, _ := report.Lang(r.lang, "")
-	format := "html"
-	switch strings.ToLower(filepath.Ext(r.path)) {
-	case ".json":
-		format = "json"
-	case ".csv":
-		format = "csv"
-	}
+	format := reportFormats[strings.ToLower(filepath.Ext(r.path))]
 	if err := report.Write(f, format, report.Report{Meta: meta, Summary: sum, Samples: samples, Plan: p, Lang: lang}); err != nil {
 		return err
 	}

@@ -38,7 +38,9 @@ func (s *Server) buildReport(c *gin.Context) (int, []byte, string, string, error
 	}
 	lang, ok := report.Lang(c.Query("lang"), c.GetHeader("Accept-Language"))
 	if !ok {
-		return 0, nil, "", "", badRequest("lang must be one of %s", strings.Join(report.Langs, ", "))
+		e := badRequest("lang must be one of %s", strings.Join(report.Langs, ", "))
+		e.Fields = map[string]string{"lang": fmt.Sprintf("%q is not one of %s", echo(c.Query("lang")), strings.Join(report.Langs, ", "))}
+		return 0, nil, "", "", e
 	}
 	rep, err := s.runs.Report(c.Request.Context(), id)
 	if err != nil {

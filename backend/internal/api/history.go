@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -25,6 +26,18 @@ func badRequest(format string, args ...any) *Error {
 
 // runQueryParams are the query parameters GET /api/runs understands; any other is refused, so a
 // misspelt filter is an error instead of an unfiltered list.
+// maxEcho is how much of a refused query value an error repeats (in runes), so that a huge value
+// does not make a huge answer.
+const maxEcho = 64
+
+// echo is v cut to maxEcho runes, "…" marking the cut.
+func echo(v string) string {
+	if utf8.RuneCountInString(v) <= maxEcho {
+		return v
+	}
+	return string([]rune(v)[:maxEcho]) + "…"
+}
+
 var runQueryParams = []string{"plan_id", "status", "tag", "from", "to", "thresholds", "outcome", "sort", "order", "limit", "offset"}
 
 // runFilter reads GET /api/runs' query: plan_id, status, tag, from, to, thresholds, outcome
@@ -62,7 +75,7 @@ func runFilter(c *gin.Context) (store.RunFilter, error) {
 		return f, badRequest("status must be one of %s", strings.Join(runStatuses, ", "))
 	}
 	if f.Tag != "" && !store.ValidTag(f.Tag) {
-		return f, badRequest("tag %q is not a valid tag (1-%d characters of a-z, 0-9, '.', '_', '-')", f.Tag, store.MaxTagLen)
+		return f, badRequest("tag %q is not a valid tag (1-%d characters of a-z, 0-9, '.', '_', '-')", echo(f.Tag), store.MaxTagLen)
 	}
 	for name, dst := range map[string]*time.Time{"from": &f.From, "to": &f.To} {
 		if v := c.Query(name); v != "" {
@@ -80,9 +93,12 @@ func runFilter(c *gin.Context) (store.RunFilter, error) {
 	}
 	for _, v := range c.QueryArray("outcome") {
 		for o := range strings.SplitSeq(v, ",") {
+			if o == "" { // outcome= (empty) is no filter, as status= and tag=
+				continue
+			}
 			if !slices.Contains(store.RunOutcomes, o) {
 				e := badRequest("outcome must be one of %s (repeated or a comma list)", strings.Join(store.RunOutcomes, ", "))
-				e.Fields = map[string]string{"outcome": fmt.Sprintf("%q is not one of %s", o, strings.Join(store.RunOutcomes, ", "))}
+				e.Fields = map[string]string{"outcome": fmt.Sprintf("%q is not one of %s", echo(o), strings.Join(store.RunOutcomes, ", "))}
 				return f, e
 			}
 			if !slices.Contains(f.Outcomes, o) {

@@ -170,6 +170,9 @@ func TestRunHistoryEndpoints(t *testing.T) {
 		{"outcome comma list", "GET", "/api/runs?outcome=passed,finished_with_errors", "", 200, []string{`"total":4`}},
 		{"outcome repeated", "GET", "/api/runs?outcome=failed&outcome=finished_with_errors", "", 200, []string{`"total":1`, fmt.Sprintf(`"id":%d`, r2)}},
 		{"outcome failed", "GET", "/api/runs?outcome=failed", "", 200, []string{`"total":0`}},
+		{"empty outcome: no filter", "GET", "/api/runs?outcome=", "", 200, []string{`"total":4`}},
+		{"huge bad outcome cut", "GET", "/api/runs?outcome=" + strings.Repeat("x", 5000), "", 400,
+			[]string{`"outcome":"\"` + strings.Repeat("x", 64) + `…\" is not one of`}},
 		{"bad outcome", "GET", "/api/runs?outcome=passed,ok", "", 400, []string{`"bad_request"`, `"outcome":"\"ok\" is not one of passed, finished_with_errors, failed"`}},
 		{"from/to", "GET", "/api/runs?from=2026-03-01T12:30:00Z&to=2026-03-01T14:00:00%2B00:00", "", 200, []string{`"total":1`, fmt.Sprintf(`"id":%d`, r2)}},
 		{"sort rps desc", "GET", "/api/runs?sort=rps&limit=1", "", 200, []string{fmt.Sprintf(`"id":%d`, r2)}},
@@ -503,7 +506,7 @@ func TestReportEndpoint(t *testing.T) {
 		}
 	}
 	runCases(t, a, []apiCase{
-		{"bad lang", "GET", fmt.Sprintf("/api/runs/%d/report?format=html&lang=fr", id), "", 400, []string{"lang must be one of en, zh-CN"}},
+		{"bad lang", "GET", fmt.Sprintf("/api/runs/%d/report?format=html&lang=fr", id), "", 400, []string{"lang must be one of en, zh-CN", `"fields":{"lang":"\"fr\" is not one of en, zh-CN"}`}},
 		{"bad format", "GET", fmt.Sprintf("/api/runs/%d/report?format=pdf", id), "", 400, []string{"format must be one of json, csv, html"}},
 		{"missing run", "GET", "/api/runs/999/report?format=csv", "", 404, []string{`"not_found"`}},
 	})

@@ -235,14 +235,14 @@ var dictionaries = map[string]map[string]string{
 		"lat.all":     "all responses",
 		"lat.success": "successes",
 		"lat.service": "service time",
-		"lat.none":    "no successful response: latencies are unknown",
+		"lat.none":    "no response: latencies are unknown",
 
 		"phase.connect": "connect",
 		"phase.tls":     "TLS handshake",
 		"phase.wait":    "waiting (time to first byte)",
 		"phase.receive": "receiving",
 		"timing.all":    "all requests",
-		"timing.note":   "Connect and TLS count only requests that opened a connection; waiting runs from the request written to the first response byte.",
+		"timing.note":   "Connect and TLS are 0 for a request on a reused (kept-alive) connection, and those zeros count in the percentiles; waiting runs from the request written to the first response byte.",
 
 		"fail.sample":      "sample response (HTTP {status})",
 		"fail.moreHeaders": "… {n} more headers",
@@ -411,14 +411,14 @@ var dictionaries = map[string]map[string]string{
 		"lat.all":     "全部响应",
 		"lat.success": "成功响应",
 		"lat.service": "服务时间",
-		"lat.none":    "没有成功的响应：延迟未知",
+		"lat.none":    "没有任何响应：延迟未知",
 
 		"phase.connect": "连接",
 		"phase.tls":     "TLS 握手",
 		"phase.wait":    "等待（首字节时间）",
 		"phase.receive": "接收",
 		"timing.all":    "全部请求",
-		"timing.note":   "连接与 TLS 只计入新建连接的请求；等待从请求写出到收到第一个响应字节。",
+		"timing.note":   "复用（keep-alive）连接上的请求，其连接与 TLS 时间为 0，这些 0 也计入百分位数；等待从请求写出到收到第一个响应字节。",
 
 		"fail.sample":      "示例响应（HTTP {status}）",
 		"fail.moreHeaders": "… 另有 {n} 个响应头",

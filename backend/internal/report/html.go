@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // Bounds of what the page prints of a run's failures: the first maxFailureRows groups (the rest
@@ -51,7 +52,7 @@ type nameRow struct {
 	ErrorRate string
 	RPS       float64
 	L         metrics.Latency
-	None      bool // no successful response: its latencies are unknown ("—")
+	None      bool // no response at all (HasLatency false): its latencies are unknown ("—")
 	Checks    string
 }
 
@@ -92,6 +93,9 @@ type eventRow struct {
 
 // verdict is the generator's verdict: could the run's figures be trusted to describe the target?
 type verdict struct {
+	// Passed: the run passed, so a generator that kept up means the figures describe the target
+	// (said only then, as the run view does; a failed run's figures describe its failures).
+	Passed         bool
 	Bound, Seconds int
 	CPUAvg, CPUMax float64
 	RSSMax         uint64
@@ -130,7 +134,7 @@ type page struct {
 	Outcome     string
 	OutcomeText string
 	OutcomeWhy  string
-	// NoLatency: no successful response, so the run's latencies are unknown ("—", never 0).
+	// NoLatency: no response at all (HasLatency false), so the run's latencies are unknown ("—", never 0).
 	NoLatency bool
 }
 
@@ -204,7 +208,7 @@ func buildPage(r Report, lang string) page {
 	p.Settings = settingsOf(r.Plan, t)
 	s := r.Summary
 	if s != nil {
-		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), s.Successes == 0
+		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), !HasLatency(s.Latency, s.StatusCodes)
 	} else if r.Meta.Status != "" {
 		// without a summary only a failed or interrupted run has a known outcome
 		if o := metrics.OutcomeOf(r.Meta.Status, 1, 0, nil); o == metrics.OutcomeFailed {
@@ -220,7 +224,7 @@ func buildPage(r Report, lang string) page {
 		for _, th := range s.Thresholds {
 			row := thresholdRow{Expr: th.Expr, OK: th.OK, Value: t("noData"), Evaluated: true}
 			if th.Value != nil {
-				row.Value = strconv.FormatFloat(*th.Value, 'g', 6, 64)
+				row.Value = ThresholdValue(th.Expr, *th.Value)
 			}
 			p.Thresholds = append(p.Thresholds, row)
 		}
@@ -235,7 +239,7 @@ func buildPage(r Report, lang string) page {
 		if s.Aborted != "" {
 			p.Warnings = append(p.Warnings, t("warn.aborted", "why", s.Aborted))
 		}
-		p.Verdict = &verdict{Bound: s.GeneratorBoundSeconds, Seconds: s.Seconds, CPUAvg: s.Client.CPUPercentAvg,
+		p.Verdict = &verdict{Passed: p.Outcome == metrics.OutcomePassed, Bound: s.GeneratorBoundSeconds, Seconds: s.Seconds, CPUAvg: s.Client.CPUPercentAvg,
 			CPUMax: s.Client.CPUPercentMax, RSSMax: s.Client.RSSBytesMax, AllocsPerReq: s.Client.HeapAllocsPerRequest, LagP99: s.ScheduleLag.P99}
 	} else {
 		p.Warnings = append(p.Warnings, t("warn.noSummary"))
@@ -293,12 +297,59 @@ func failedThresholds(s *metrics.Summary) int {
 	return n
 }
 
+// ThresholdValue prints a threshold's observed value in its metric's unit, as the run view does
+// (fmtThresholdValue in frontend/src/lib/format.ts): an error_rate fraction as a percentage with 3
+// significant digits (0.202818 → "20.3 %"), a latency in ms with 3 decimals (as the
+// report's latency tables), rps in req/s with 1,
+// anything else with 4 significant digits.
+func ThresholdValue(expr string, v float64) string {
+	rule, err := plan.ParseThreshold(expr)
+	switch {
+	case err != nil:
+	case rule.Metric == "error_rate":
+		return sig3(v*100) + " %"
+	case rule.Metric == "rps":
+		return strconv.FormatFloat(v, 'f', 1, 64) + " req/s"
+	default: // p, avg, min, max, med: ms
+		return strconv.FormatFloat(v, 'f', 3, 64) + " ms"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// sig3 prints v rounded to 3 significant digits, without an exponent or trailing zeros (100 and
+// more: no decimals).
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	d := max(2-int(math.Floor(math.Log10(math.Abs(v)))), 0)
+	text := strconv.FormatFloat(v, 'f', d, 64)
+	if d > 0 {
+		text = strings.TrimRight(strings.TrimRight(text, "0"), ".")
+	}
+	return text
+}
+
+// HasLatency tells whether a latency block (ms) describes any response, error statuses (503, a
+// failed check) included: some status was counted, or some latency is above 0. A request that got
+// no response (connection refused, timeout) records no latency, so a name or run with none has
+// unknown latencies ("—"), never 0. The frontend's hasLatencyData (frontend/src/lib/format.ts)
+// is the same rule.
+func HasLatency(l metrics.Latency, statusCodes map[string]int64) bool {
+	for _, n := range statusCodes {
+		if n > 0 {
+			return true
+		}
+	}
+	return l.Max > 0
+}
+
 func pctText(v float64) string { return strconv.FormatFloat(v*100, 'f', 2, 64) + " %" }
 
 func (p *page) byName(s *metrics.Summary) {
 	for _, name := range slices.Sorted(maps.Keys(s.ByName)) {
 		n := s.ByName[name]
-		row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, RPS: n.RPS, ErrorRate: "–", None: n.Errors >= n.Requests}
+		row := nameRow{Name: name, Requests: n.Requests, Errors: n.Errors, L: n.Latency, RPS: n.RPS, ErrorRate: "–", None: !HasLatency(n.Latency, nil)}
 		if n.Requests > 0 {
 			row.ErrorRate = pctText(float64(n.Errors) / float64(n.Requests))
 		}

@@ -87,6 +87,8 @@ func TestHTMLSectionsPerLanguage(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			r := rich(60)
 			r.Lang = lang
+			// every response an error (503), yet responses: their latency is known
+			r.Summary.ByName["unavailable"] = metrics.NameStats{Requests: 4, Errors: 4, Latency: metrics.Latency{P50: 2, P90: 3, P95: 4, P99: 5, Max: 6}}
 			doc := render(t, r)
 			tt := func(key string, args ...any) string { return template_escape(tr(lang, key, args...)) }
 			for _, want := range []string{
@@ -102,7 +104,7 @@ func TestHTMLSectionsPerLanguage(t *testing.T) {
 				`<td class="url">https://shop.example.test/?key={{secret.API_KEY}}<br><span class="muted">Authorization: ********</span><br><span class="muted">X-Trace: on</span></td><td>3</td>`,
 				"<td>&lt;script&gt;x&lt;/script&gt;</td><td class=\"l\">POST</td>",
 				// thresholds with results, the outcome and its reason
-				"p(95)&lt;200ms</td><td>4.2</td><td><span class=\"ok\">" + tt("th.passed"), tt("th.failed"),
+				"p(95)&lt;200ms</td><td>4.200 ms</td><td><span class=\"ok\">" + tt("th.passed"), tt("th.failed"),
 				tt("outcome.finished_with_errors"), tt("why.thresholds", "n", 1),
 				// generator verdict
 				tt("gen.bound", "n", 2, "of", 60), "<dd>2 / 60</dd>", "<dd>55.0 % / 90.0 %</dd>", "<dd>50.0 MiB</dd>",
@@ -141,7 +143,10 @@ func TestHTMLSectionsPerLanguage(t *testing.T) {
 			if !strings.Contains(doc, "<tr><td>"+tt("lat.service")+"</td><td>—</td>") {
 				t.Error("an unrecorded latency does not show —")
 			}
-			// the name without success shows "—" for its latencies, never 0
+			if !strings.Contains(doc, "<td>unavailable</td><td>4</td><td>0.0</td><td>4</td><td>100.00 %</td><td>2.000</td><td>3.000</td><td>4.000</td><td>5.000</td><td>6.000</td>") {
+				t.Error("a request name whose responses were all errors does not show its latencies")
+			}
+			// the name without any response shows "—" for its latencies, never 0
 			if !strings.Contains(doc, "<td>dead</td><td>5</td><td>0.0</td><td>5</td><td>100.00 %</td><td>—</td><td>—</td><td>—</td><td>—</td><td>—</td><td></td></tr>") {
 				t.Error("a request name without success does not show — for its latencies")
 			}
@@ -324,6 +329,47 @@ func TestLang(t *testing.T) {
 	} {
 		if got, ok := Lang(c.query, c.accept); got != c.want || ok != c.ok {
 			t.Errorf("Lang(%q, %q) = %q, %v; want %q, %v", c.query, c.accept, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// "The generator kept up … the figures describe the target" is said of a passed run only (as the
+// run view does); a failed run's figures describe its failures.
+func TestHTMLKeptUpOnlyWhenPassed(t *testing.T) {
+	v, rate := 4.2, 0.000202818
+	for _, passed := range []bool{true, false} {
+		r := fixture(3)
+		s := *r.Summary
+		s.GeneratorBoundSeconds = 0
+		s.Thresholds = []metrics.ThresholdResult{{Expr: "p(95)<200ms", Value: &v, OK: true}, {Expr: "error_rate<1%", Value: &rate, OK: passed}}
+		r.Summary = &s
+		doc := render(t, r)
+		if got := strings.Contains(doc, template_escape(tr(r.Lang, "gen.keptUp", "of", s.Seconds))); got != passed {
+			t.Errorf("passed %v: kept-up note shown %v", passed, got)
+		}
+		// threshold values in their unit, not raw
+		if !strings.Contains(doc, "<td>4.200 ms</td>") || !strings.Contains(doc, "<td>0.0203 %</td>") {
+			t.Errorf("threshold values not formatted in:\n%s", doc[strings.Index(doc, `id="thresholds"`):][:600])
+		}
+	}
+}
+
+func TestThresholdValue(t *testing.T) {
+	for _, c := range []struct {
+		expr string
+		v    float64
+		want string
+	}{
+		{"error_rate<5%", 0.20114255086900537, "20.1 %"},
+		{"error_rate < 0.05", 0.000045, "0.0045 %"},
+		{"error_rate<5%", 1, "100 %"},
+		{"error_rate<5%", 0, "0 %"},
+		{"p(95)<200ms", 12.34567, "12.346 ms"},
+		{"avg<1s", 0.5, "0.500 ms"},
+		{"rps>100", 1234.56, "1234.6 req/s"},
+	} {
+		if got := ThresholdValue(c.expr, c.v); got != c.want {
+			t.Errorf("ThresholdValue(%q, %v) = %q, want %q", c.expr, c.v, got, c.want)
 		}
 	}
 }

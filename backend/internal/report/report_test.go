@@ -328,7 +328,7 @@ func TestExportsOfARunWithoutSuccess(t *testing.T) {
 	doc := buf.String()
 	for _, want := range []string{`<p class="outcome failed">Outcome: <b>failed</b> <span class="why">— no successful response: 12000 connect_refused (of 12000 requests)</span></p>`,
 		"Error: no successful response: 12000 connect_refused (of 12000 requests)",
-		"<b>—</b><span>p95 latency</span>", "— no successful response: latencies are unknown",
+		"<b>—</b><span>p95 latency</span>", "— no response: latencies are unknown",
 		"<td>home</td><td>12000</td><td>12000</td><td>100.00 %</td><td>—</td>"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("HTML lacks %q", want)

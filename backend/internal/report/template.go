@@ -132,7 +132,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 {{with .Verdict}}
 <section id="generator">
 <h2>{{tr "h.generator"}}</h2>
-{{if .Bound}}<p class="warn">{{tr "gen.bound" "n" .Bound "of" .Seconds}}</p>{{else}}<p class="ok">{{tr "gen.keptUp" "of" .Seconds}}</p>{{end}}
+{{if .Bound}}<p class="warn">{{tr "gen.bound" "n" .Bound "of" .Seconds}}</p>{{else if .Passed}}<p class="ok">{{tr "gen.keptUp" "of" .Seconds}}</p>{{end}}
 <dl class="settings">
 <dt>{{tr "gen.boundSeconds"}}</dt><dd>{{.Bound}} / {{.Seconds}}</dd>
 <dt>{{tr "gen.cpu"}}</dt><dd>{{f1 .CPUAvg}} % / {{f1 .CPUMax}} %</dd>

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fireEvent, render } from '@testing-library/svelte';
 import FailuresTable from './FailuresTable.svelte';
+import source from './FailuresTable.svelte?raw';
 import { setLocale } from '../lib/i18n.svelte';
 import type { FailureGroup } from '../lib/types';
 
@@ -51,17 +52,37 @@ describe('FailuresTable', () => {
     expect(container.querySelector('[data-testid=failure-sample]')).toBeNull();
   });
 
-  it('says why a group has no sample', async () => {
+  it('gives a row without a sample no expand toggle, only why there is none', async () => {
     const live: FailureGroup[] = [
       { request: 'a', kind: 'status_4xx', status: 404, message: 'HTTP 404 Not Found', count: 2 },
       { request: 'a', kind: 'timeout', status: 0, message: 'no complete response within http.timeout (5s)', count: 1 },
     ];
     const { container } = render(FailuresTable, { groups: live, running: true });
     const rows = container.querySelectorAll('[data-testid=failure-row]');
+    expect(container.querySelectorAll('[data-testid=failure-row] button')).toHaveLength(0);
     await fireEvent.click(rows[0]);
     await fireEvent.click(rows[1]);
-    const notes = [...container.querySelectorAll('[data-testid=failure-no-sample]')].map((n) => n.textContent);
+    expect(container.querySelector('[data-testid=failure-sample]')).toBeNull();
+    const notes = [...container.querySelectorAll('[data-testid=failure-no-sample]')].map((n) => n.getAttribute('title'));
     expect(notes).toEqual(['The sample response is shown when the run has ended.', 'No response arrived: there is no sample to show.']);
+  });
+
+  it('wraps a long header name or value anywhere so the table stays within its panel', async () => {
+    const long = 'X-' + 'a'.repeat(254);
+    const g = groups();
+    g[0].sample!.headers = [[long, 'v'.repeat(300)]];
+    const { container } = render(FailuresTable, { groups: g });
+    await fireEvent.click(container.querySelector('[data-testid=failure-row] button')!);
+    const th = container.querySelector('[data-testid=failure-sample] .headers th')!;
+    expect(th.textContent).toBe(long);
+    // jsdom lays nothing out and loads no component CSS: the rules that keep the width are read
+    // from the component's <style> (a header name never nowrap; cells wrap anywhere; fixed layout)
+    const css = source.slice(source.indexOf('<style>'));
+    const rule = (sel: string) => [...css.matchAll(/([^{}]+)\{([^}]*)\}/g)].filter((m) => m[1].split(',').some((x) => x.trim() === sel)).map((m) => m[2]).join(';');
+    expect(rule('.headers th')).not.toMatch(/nowrap/);
+    expect(rule('.headers th, .headers td') + rule('.failures td')).toMatch(/overflow-wrap:\s*anywhere/);
+    expect(rule('.headers')).toMatch(/table-layout:\s*fixed/);
+    expect(rule('.failures table.data')).toMatch(/table-layout:\s*fixed/);
   });
 
   it('speaks Chinese', async () => {

@@ -38,6 +38,32 @@ describe('RequestStats', () => {
     expect(rows[0]).toMatchObject({ name: 'new', rps: 4, p95: 3, checksPassed: 8 });
     expect(rows[1]).toMatchObject({ name: 'old', rps: null, p50: null, checksPassed: null, checksFailed: null, timing: null });
     expect(totalRow(rows, sum)).toMatchObject({ requests: 10, errors: 2, rps: 4, p50: 2, p95: 3, p99: 4, checksPassed: 8 });
-    expect(totalRow(rows, { ...sum, successes: 0 }).p95).toBeNull();
+    expect(totalRow(rows, { ...sum, latency_ms: latency() }).p95).toBeNull(); // no response at all
+  });
+
+  it('shows the latency of a name whose every response was an error (503, failed check); "—" only without a response', () => {
+    const st = new RequestStats();
+    st.add({ by_name: { bad: ns({ requests: 4, errors: 4, p50_ms: 7, p95_ms: 9, p99_ms: 10, timing: timing({ wait_ms: { p50: 6 } }) }), refused: ns({ requests: 3, errors: 3 }) } });
+    const live = st.rows();
+    expect(live[0]).toMatchObject({ name: 'bad', p50: 7, p95: 9, p99: 10 });
+    expect(live[1]).toMatchObject({ name: 'refused', p50: null, p95: null, p99: null });
+    const sum = wireSummary({
+      requests: 5,
+      errors: 5,
+      status_codes: { '503': 5 },
+      latency_ms: latency({ p50: 6, p95: 8, p99: 9, max: 9 }),
+      by_name: { bad: nameStats({ requests: 5, errors: 5, latency_ms: latency({ p50: 6, p95: 8, p99: 9, max: 9 }) }) },
+    });
+    const rows = rowsFromSummary(sum);
+    expect(rows[0]).toMatchObject({ name: 'bad', p50: 6, p95: 8, p99: 9 });
+    expect(totalRow(rows, sum)).toMatchObject({ p50: 6, p95: 8, p99: 9 });
+  });
+
+  it('live with several names, the Total row has the run’s latency of the last second (the P95 tile), "—" before any response', () => {
+    const st = new RequestStats();
+    st.add({ by_name: { a: ns({ requests: 4, p50_ms: 7, p95_ms: 9, p99_ms: 10 }), b: ns({ requests: 2, errors: 2, p50_ms: 3, p95_ms: 4, p99_ms: 5 }) } });
+    const last = { latency_ms: latency({ p50: 5, p95: 8, p99: 9.5, max: 10 }), status_codes: { '200': 4, '503': 2 } };
+    expect(totalRow(st.rows(), null, last)).toMatchObject({ requests: 6, errors: 2, p50: 5, p95: 8, p99: 9.5 });
+    expect(totalRow(st.rows(), null, { latency_ms: latency(), status_codes: {} })).toMatchObject({ p50: null, p95: null, p99: null });
   });
 });

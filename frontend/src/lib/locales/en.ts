@@ -725,6 +725,7 @@ export const en = {
   'requests.col.checks': 'checks ✓ / ✗',
   'requests.rpsLiveHint': 'Requests per second in the last second.',
   'requests.rpsHint': 'Requests per second over the whole run.',
+  'requests.totalLiveHint': 'The whole run’s latency in the last second (as the P95 tile); each request’s is since the start.',
   'requests.checksHint': 'Checks passed / failed since the start of the run.',
   'timing.title': 'Timing breakdown',
   'timing.hint':

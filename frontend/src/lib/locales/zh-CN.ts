@@ -714,6 +714,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'requests.col.checks': '检查 ✓ / ✗',
   'requests.rpsLiveHint': '最近一秒的每秒请求数。',
   'requests.rpsHint': '整个运行期间的每秒请求数。',
+  'requests.totalLiveHint': '整个运行最近一秒的延迟（与 P95 卡片相同）；各请求的延迟为自开始以来。',
   'requests.checksHint': '自运行开始以来通过 / 失败的检查数。',
   'timing.title': '耗时分解',
   'timing.hint':
