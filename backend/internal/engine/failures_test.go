@@ -431,3 +431,31 @@ func TestFailureTableUnderConcurrency(t *testing.T) {
 		t.Errorf("%d groups counting %d failures, want %d and %d", len(groups), total, metrics.MaxFailureGroups+1, vus*each)
 	}
 }
+
+// TestConnectFailureHasNoStatus: VUs whose last request failed with a 503 then fail to connect
+// elsewhere: the connection failures have status 0 and no sample, not the 503's.
+func TestConnectFailureHasNoStatus(t *testing.T) {
+	dead := testutil.ClosedPort(t)
+	tg := testutil.NewRawServer(t, func(*http.Request) testutil.RawAnswer {
+		return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy")}
+	})
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"bad503","url":"http://%s/"},{"name":"dead","url":"http://%s/"}],
+		"load":{"executor":"per-vu-iterations","vus":5,"iterations":40},"http":{"timeout":"5s"}}`, tg.Addr, dead))
+	sum, _ := run(t, p)
+	count := map[string]int64{}
+	for _, g := range sum.Failures {
+		count[g.Request] += g.Count
+		want := metrics.FailureGroup{Request: "bad503", Kind: "status_5xx", Status: 503, Message: "HTTP 503 Service Unavailable", Count: g.Count}
+		if g.Request == "dead" {
+			want = metrics.FailureGroup{Request: "dead", Kind: "connect_refused", Message: "dial tcp " + dead + ": connect: connection refused", Count: g.Count}
+		}
+		hasSample := g.Sample != nil
+		g.Sample = nil
+		if g != want || hasSample != (g.Status != 0) {
+			t.Errorf("group %+v (sample %v), want %+v", g, hasSample, want)
+		}
+	}
+	if count["dead"] == 0 || count["bad503"] == 0 || count["dead"]+count["bad503"] != 200 || len(sum.Failures) != 2 {
+		t.Errorf("failures %v in %d groups, want 200 of both requests in 2", count, len(sum.Failures))
+	}
+}
