@@ -61,6 +61,9 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	resp.Reset()
 	resp.SkipBody = true // the header only: readBody decides what to do with the body
 	resp.Header.DisableNormalizing()
+	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
+	// clears this flag)
+	resp.Header.SetNoDefaultContentType(true)
 	var err error
 	if req.wire != nil {
 		_, err = h.conn.Write(req.wire)
