@@ -166,8 +166,12 @@ func hostileFailures(t *testing.T, big int) uint64 {
 		switch {
 		case i < 3:
 			return testutil.RawAnswer{Bytes: bigAnswer}
-		case i%2 == 0:
-			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 2x0-%d OK\r\nContent-Length: 0\r\n\r\n", i), Close: true}
+		case i%2 == 0: // 148 statuses, a group each: more than the table holds
+			code := 400 + i/2
+			if code >= 500 {
+				code += 3 // not the 500s and 502s counted below
+			}
+			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 %d X\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", code), Close: true}
 		}
 		return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 6\r\n\r\n\xff\xfeok\xc3\x28")}
 	})
@@ -457,5 +461,32 @@ func TestConnectFailureHasNoStatus(t *testing.T) {
 	}
 	if count["dead"] == 0 || count["bad503"] == 0 || count["dead"]+count["bad503"] != 200 || len(sum.Failures) != 2 {
 		t.Errorf("failures %v in %d groups, want 200 of both requests in 2", count, len(sum.Failures))
+	}
+}
+
+// TestBadResponsesAreOneGroup: a target answering different garbage, and different oversized
+// headers, each time: one group for each kind, its message fixed (fasthttp's errors quote what came).
+func TestBadResponsesAreOneGroup(t *testing.T) {
+	var next atomic.Int64
+	tg := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer {
+		i := next.Add(1)
+		if r.URL.Path == "/big" {
+			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nX-Big: %s\r\n\r\n", strings.Repeat("x", 5000+int(i)))}
+		}
+		return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 OK garbage #%d\r\n\r\n", i), Close: true}
+	})
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"bad","url":"http://%[1]s/bad"},{"name":"big","url":"http://%[1]s/big"}],
+		"load":{"executor":"per-vu-iterations","vus":4,"iterations":25},"http":{"timeout":"5s"}}`, tg.Addr))
+	sum, _ := run(t, p)
+	want := map[string]string{"malformed_response": malformedMsg, "header_too_large": headerTooLargeMsg}
+	var n int64
+	for _, g := range sum.Failures {
+		n += g.Count
+		if g.Message != want[g.Kind] {
+			t.Errorf("group %s %q, want message %q", g.Kind, g.Message, want[g.Kind])
+		}
+	}
+	if len(sum.Failures) != 2 || n != 100 || sum.Errors != 100 {
+		t.Errorf("%d failures (%d errors, kinds %v) in %d groups, want 100 in 2", n, sum.Errors, sum.ErrorKinds, len(sum.Failures))
 	}
 }
