@@ -71,9 +71,13 @@ const (
 	// MaxEncodedHist bounds one encoded histogram (base64 characters); Volley's encoder writes at
 	// most about 300 KB for a histogram with every slot used.
 	MaxEncodedHist = 1 << 20
-	// MaxSecondCodes bounds the entries of one second's status_codes and of its error_kinds: a
-	// second realistically sees a handful of codes.
+	// MaxSecondCodes bounds the entries of error_kinds (the summary's and each second's): more
+	// than the engine's error kinds.
 	MaxSecondCodes = 64
+	// MaxStatusCodes bounds the entries of status_codes (the summary's and each second's): the
+	// engine's own bound, every key it can write (100–599, and 0 for codes ≥ 600) — a target
+	// answering random statuses gives a second hundreds.
+	MaxStatusCodes = maxStatus - 100 + 1
 	// MaxFileEntries is the whole file's budget of map entries and list items (status codes,
 	// error kinds, by_name, checks, thresholds, sweep rows…) over the summary and every second
 	// together; the seconds themselves are bounded by MaxFileSeconds. A six-hour run (the most
@@ -110,7 +114,7 @@ func fileErr(field, format string, a ...any) *FileError {
 //   - the bounds above on every number (none negative), string, list and map of the summary and
 //     the samples, and the whole file's MaxFileEntries;
 //   - status_codes keys: 3-digit codes 100–599, or "0" (Volley's key for codes ≥ 600); at most
-//     MaxSecondCodes status codes and error kinds in one second;
+//     MaxStatusCodes status codes and MaxSecondCodes error kinds (the summary and each second);
 //   - that the numbers agree: successes + errors = requests (the summary, each second and each
 //     by_name entry with errors ≤ requests), the seconds' requests sum to summary.requests
 //     exactly (the collector emits every second, the last partial one included, whenever it
@@ -144,7 +148,7 @@ func (f *RunFile) Check() error {
 	if err := checkBounded(".run", reflect.ValueOf(&f.Run).Elem(), &budget); err != nil {
 		return err
 	}
-	if err := checkCounts("", f.Requests, f.Successes, f.Errors, f.StatusCodes, f.ErrorKinds, 600); err != nil {
+	if err := checkCounts("", f.Requests, f.Successes, f.Errors, f.StatusCodes, f.ErrorKinds); err != nil {
 		return err
 	}
 	for name, n := range f.ByName {
@@ -185,7 +189,7 @@ func (f *RunFile) Check() error {
 				s.ElapsedS, last-ElapsedSlack, ElapsedSlack)
 		}
 		prev = s.ElapsedS
-		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds, MaxSecondCodes); err != nil {
+		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds); err != nil {
 			return err
 		}
 		if err := checkFailures(path+".", s.Failures, -1); err != nil {
@@ -218,17 +222,17 @@ func validRunID(id string) bool {
 }
 
 // checkCounts checks the counts of the summary or of one second (prefix "" or "samples[i]."):
-// successes + errors = requests, status codes keyed 100–599 or "0", and at most maxCodes status
-// codes and error kinds.
-func checkCounts(prefix string, requests, successes, errs int64, codes, kinds map[string]int64, maxCodes int) error {
+// successes + errors = requests, status codes keyed 100–599 or "0", at most MaxStatusCodes status
+// codes and MaxSecondCodes error kinds.
+func checkCounts(prefix string, requests, successes, errs int64, codes, kinds map[string]int64) error {
 	if successes+errs != requests {
 		return fileErr(prefix+"requests", "%d, but successes + errors = %d + %d", requests, successes, errs)
 	}
-	if len(codes) > maxCodes {
-		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), maxCodes)
+	if len(codes) > MaxStatusCodes {
+		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), MaxStatusCodes)
 	}
-	if len(kinds) > maxCodes {
-		return fileErr(prefix+"error_kinds", "%d kinds, at most %d", len(kinds), maxCodes)
+	if len(kinds) > MaxSecondCodes {
+		return fileErr(prefix+"error_kinds", "%d kinds, at most %d", len(kinds), MaxSecondCodes)
 	}
 	for k := range codes {
 		if n, err := strconv.Atoi(k); k != "0" && (err != nil || len(k) != 3 || n < 100 || n > 599) {
