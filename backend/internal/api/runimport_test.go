@@ -269,7 +269,7 @@ func TestImportRunFieldErrors(t *testing.T) {
 		"outcomes":       {edit: func(f *metrics.RunFile) { f.Samples[2].Errors = 3 }, field: "samples[2].requests"},
 		"beyond the run": {edit: func(f *metrics.RunFile) { f.Run.EndedAt = f.Run.StartedAt }, field: "samples[2].elapsed_s", want: "beyond the run's 0 s"},
 		"status key":     {edit: func(f *metrics.RunFile) { f.Samples[0].StatusCodes = map[string]int64{"2000": 50} }, field: "samples[0].status_codes"},
-		"many codes":     {edit: func(f *metrics.RunFile) { f.Samples[0].StatusCodes = codes }, field: "samples[0].status_codes", want: "at most 64"},
+		"many codes":     {edit: func(f *metrics.RunFile) { f.Samples[0].StatusCodes = codes }, field: "samples[0].status_codes", want: "at most 501"},
 		"threshold":      {edit: func(f *metrics.RunFile) { f.Thresholds[0].Expr = "fast enough" }, field: "thresholds[0].expr"},
 		"huge integer":   {body: strings.Replace(good, `"requests":150`, `"requests":1e300`, 1), field: "requests", want: "must be an integer"},
 		"string rate":    {body: replaceLast(good, `"rps":50`, `"rps":"x"`), field: "samples[2].rps", want: "must be a number"},

@@ -72,8 +72,7 @@ func (ns *nameStats) readChecks(e *Engine) {
 // so far.
 func (c *collector) sampleByName(s *metrics.Sample, d *metrics.Counts, span float64) {
 	e := c.e
-	st := c.nameStats()
-	st.readChecks(e)
+	st := c.nameStats() // its checks read by tick, before the counts
 	set := e.names
 	if set == nil {
 		e.rec.ReadPhases(&st.phases)
@@ -123,8 +122,7 @@ func (c *collector) sampleByName(s *metrics.Sample, d *metrics.Counts, span floa
 // summaryByName fills s.ByName and s.Timing from the cumulative counters; s's run figures are set.
 func (c *collector) summaryByName(s *metrics.Summary) {
 	e := c.e
-	st := c.nameStats()
-	st.readChecks(e)
+	st := c.nameStats() // its checks read by tick, before the counts
 	set := e.names
 	if set == nil {
 		e.rec.ReadPhases(&st.phases)

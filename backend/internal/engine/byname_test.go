@@ -2,10 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // BenchmarkCollectorByName measures the collector's per-second work for the per-name rows of a
@@ -47,6 +49,7 @@ func BenchmarkCollectorByName(b *testing.B) {
 			blk := e.names.Block(0, j)
 			blk.Record(metrics.Outcome{Status: 200, LatencyUs: 500})
 		}
+		c.nameStats().readChecks(c.e) // as tick does first
 		c.sampleByName(&s, d, 1)
 		if len(s.ByName) != metrics.MaxNames || s.ByName["r7"].P99 == 0 {
 			b.Fatalf("rows %d, r7 %+v", len(s.ByName), s.ByName["r7"])
@@ -54,4 +57,26 @@ func BenchmarkCollectorByName(b *testing.B) {
 	}
 	// one op a second: its CPU time (ns) / 1 s, in % of a core
 	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e7, "cpu-%-per-s")
+}
+
+// TestChecksNeverAheadOfRequests: each second's cumulative checks of a one-check plan never pass
+// the requests counted so far (a request is counted before its checks; the collector reads the
+// checks before the requests).
+func TestChecksNeverAheadOfRequests(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"a","url":%q,
+		"checks":[{"type":"status","op":"eq","value":200}]}],
+		"load":{"executor":"constant-vus","vus":16,"duration":"3s"},"http":{"timeout":"2s"}}`, tg.URL))
+	sum, samples := run(t, p)
+	var requests int64
+	for _, s := range samples {
+		requests += s.Requests
+		n := s.ByName["a"]
+		if checks := n.ChecksPassed + n.ChecksFailed; checks > requests {
+			t.Errorf("second %d: %d checks of %d requests", s.ElapsedS, checks, requests)
+		}
+	}
+	if len(sum.Checks) != 1 || sum.Checks[0].Passes != sum.Requests || sum.Requests < 100 {
+		t.Errorf("%d requests, checks %+v", sum.Requests, sum.Checks)
+	}
 }

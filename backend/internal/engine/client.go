@@ -50,15 +50,20 @@ type httpConn struct {
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and
 // returns the body's size. A body is never allocated at the length the response declares.
 func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
+	// before anything can fail: a failure without a response of its own has status 0 and no
+	// sample, whatever the VU's previous request got (TestConnectFailureHasNoStatus)
+	h.vu.fails.status, h.vu.fails.captured = 0, false
 	if h.conn == nil {
 		if err := h.connect(); err != nil {
 			return 0, err
 		}
 	}
-	h.vu.fails.status, h.vu.fails.captured = 0, false
 	resp.Reset()
 	resp.SkipBody = true // the header only: readBody decides what to do with the body
 	resp.Header.DisableNormalizing()
+	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
+	// clears this flag)
+	resp.Header.SetNoDefaultContentType(true)
 	var err error
 	if req.wire != nil {
 		_, err = h.conn.Write(req.wire)

@@ -113,6 +113,8 @@ func (c *collector) tick(now time.Time, final bool) {
 	// Failures before counts: a failure is counted in the recorder before its group
 	// (vu.do), so the groups read here never hold more than the errors read next.
 	c.e.fails.read(&c.fails.now)
+	// Checks before counts too: a request is counted before its checks (vu.countChecks).
+	c.nameStats().readChecks(c.e)
 	c.e.rec.Read(c.cur)
 	c.delta.Sub(c.cur, c.prev)
 	c.prev, c.cur = c.cur, c.prev

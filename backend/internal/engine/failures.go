@@ -55,6 +55,12 @@ type failInfo struct {
 	status                 int
 }
 
+// The messages of every malformed_response and every header_too_large failure.
+var (
+	malformedMsg      = "response is not HTTP/1.x the engine can parse"
+	headerTooLargeMsg = fmt.Sprintf("response header larger than the %d-byte read buffer", readBufferSize)
+)
+
 // failTable holds a run's failure groups.
 type failTable struct {
 	names      []string // request names by reqSpec.name
@@ -105,8 +111,10 @@ func (v *vu) failed(r *vuReq, kind metrics.ErrorKind, status int, err error) {
 		// the message follows from the status
 	case kind == metrics.CheckFailed:
 		msg = append(msg, v.e.checks[f.check].desc...)
-	case kind == metrics.Timeout || kind == metrics.RedirectLoop || err == nil:
-		// one message per kind
+	case kind == metrics.Timeout || kind == metrics.RedirectLoop || kind == metrics.MalformedResponse ||
+		kind == metrics.HeaderTooLarge || err == nil:
+		// one message per kind (fasthttp's parse errors quote the bytes received: one group
+		// per different bad response otherwise)
 	default:
 		msg = appendErrText(msg, err)
 	}
@@ -186,6 +194,10 @@ func (v *vu) failInfo(r *vuReq, kind metrics.ErrorKind, status int, msg []byte) 
 			g.message = t.timeoutMsg
 		case kind == metrics.RedirectLoop:
 			g.message = t.loopMsg
+		case kind == metrics.MalformedResponse:
+			g.message = malformedMsg
+		case kind == metrics.HeaderTooLarge:
+			g.message = headerTooLargeMsg
 		case len(msg) == 0:
 			g.message = kind.String()
 		default:

@@ -166,8 +166,12 @@ func hostileFailures(t *testing.T, big int) uint64 {
 		switch {
 		case i < 3:
 			return testutil.RawAnswer{Bytes: bigAnswer}
-		case i%2 == 0:
-			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 2x0-%d OK\r\nContent-Length: 0\r\n\r\n", i), Close: true}
+		case i%2 == 0: // 148 statuses, a group each: more than the table holds
+			code := 400 + i/2
+			if code >= 500 {
+				code += 3 // not the 500s and 502s counted below
+			}
+			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 %d X\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", code), Close: true}
 		}
 		return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 6\r\n\r\n\xff\xfeok\xc3\x28")}
 	})
@@ -250,14 +254,15 @@ func checkBoundedGroup(t *testing.T, g metrics.FailureGroup) {
 	}
 }
 
-// TestDeadTargetIsOneGroup: a port where nothing listens fails thousands of times, as one group
-// whose message names the target (no ephemeral port splits it).
+// TestDeadTargetIsOneGroup: a port where nothing listens fails again and again (each VU backs off
+// to one dial per 100 ms: about 16 a second), as one group whose message names the target (no
+// ephemeral port splits it).
 func TestDeadTargetIsOneGroup(t *testing.T) {
 	addr := testutil.ClosedPort(t)
 	sum, _ := run(t, mustPlan(t, constantVUs("http://"+addr+"/", 4, "1s")))
 	want := metrics.FailureGroup{Request: sum.Failures[0].Request, Kind: "connect_refused",
 		Message: "dial tcp " + addr + ": connect: connection refused", Count: sum.Requests}
-	if len(sum.Failures) != 1 || sum.Failures[0] != want || sum.Requests < 100 {
+	if len(sum.Failures) != 1 || sum.Failures[0] != want || sum.Requests < 20 {
 		t.Errorf("groups %+v, want [%+v]", sum.Failures, want)
 	}
 }
@@ -429,5 +434,60 @@ func TestFailureTableUnderConcurrency(t *testing.T) {
 	}
 	if len(groups) != metrics.MaxFailureGroups+1 || total != vus*each {
 		t.Errorf("%d groups counting %d failures, want %d and %d", len(groups), total, metrics.MaxFailureGroups+1, vus*each)
+	}
+}
+
+// TestConnectFailureHasNoStatus: VUs whose last request failed with a 503 then fail to connect
+// elsewhere: the connection failures have status 0 and no sample, not the 503's.
+func TestConnectFailureHasNoStatus(t *testing.T) {
+	dead := testutil.ClosedPort(t)
+	tg := testutil.NewRawServer(t, func(*http.Request) testutil.RawAnswer {
+		return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy")}
+	})
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"bad503","url":"http://%s/"},{"name":"dead","url":"http://%s/"}],
+		"load":{"executor":"per-vu-iterations","vus":5,"iterations":40},"http":{"timeout":"5s"}}`, tg.Addr, dead))
+	sum, _ := run(t, p)
+	count := map[string]int64{}
+	for _, g := range sum.Failures {
+		count[g.Request] += g.Count
+		want := metrics.FailureGroup{Request: "bad503", Kind: "status_5xx", Status: 503, Message: "HTTP 503 Service Unavailable", Count: g.Count}
+		if g.Request == "dead" {
+			want = metrics.FailureGroup{Request: "dead", Kind: "connect_refused", Message: "dial tcp " + dead + ": connect: connection refused", Count: g.Count}
+		}
+		hasSample := g.Sample != nil
+		g.Sample = nil
+		if g != want || hasSample != (g.Status != 0) {
+			t.Errorf("group %+v (sample %v), want %+v", g, hasSample, want)
+		}
+	}
+	if count["dead"] == 0 || count["bad503"] == 0 || count["dead"]+count["bad503"] != 200 || len(sum.Failures) != 2 {
+		t.Errorf("failures %v in %d groups, want 200 of both requests in 2", count, len(sum.Failures))
+	}
+}
+
+// TestBadResponsesAreOneGroup: a target answering different garbage, and different oversized
+// headers, each time: one group for each kind, its message fixed (fasthttp's errors quote what came).
+func TestBadResponsesAreOneGroup(t *testing.T) {
+	var next atomic.Int64
+	tg := testutil.NewRawServer(t, func(r *http.Request) testutil.RawAnswer {
+		i := next.Add(1)
+		if r.URL.Path == "/big" {
+			return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nX-Big: %s\r\n\r\n", strings.Repeat("x", 5000+int(i)))}
+		}
+		return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 OK garbage #%d\r\n\r\n", i), Close: true}
+	})
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"bad","url":"http://%[1]s/bad"},{"name":"big","url":"http://%[1]s/big"}],
+		"load":{"executor":"per-vu-iterations","vus":4,"iterations":25},"http":{"timeout":"5s"}}`, tg.Addr))
+	sum, _ := run(t, p)
+	want := map[string]string{"malformed_response": malformedMsg, "header_too_large": headerTooLargeMsg}
+	var n int64
+	for _, g := range sum.Failures {
+		n += g.Count
+		if g.Message != want[g.Kind] {
+			t.Errorf("group %s %q, want message %q", g.Kind, g.Message, want[g.Kind])
+		}
+	}
+	if len(sum.Failures) != 2 || n != 100 || sum.Errors != 100 {
+		t.Errorf("%d failures (%d errors, kinds %v) in %d groups, want 100 in 2", n, sum.Errors, sum.ErrorKinds, len(sum.Failures))
 	}
 }

@@ -228,7 +228,8 @@ type thresholdRule struct {
 	abort bool
 }
 
-// judgeChecks runs every check of the request (each is counted) and returns the outcome's kind:
+// judgeChecks runs every check of the request and returns the outcome's kind (the checks'
+// outcomes are kept in v.passed, counted by countChecks once the request is):
 // without a status check, 4xx and 5xx are failures (as k6's default expected statuses 200–399);
 // a status check replaces that rule; any failed check makes the request check_failed.
 // A 4xx/5xx judged by the default rule is reported as status_4xx/status_5xx even when another
@@ -236,16 +237,15 @@ type thresholdRule struct {
 func (v *vu) judgeChecks(r *vuReq, status int, latency time.Duration) metrics.ErrorKind {
 	kind := metrics.KindNone
 	statusChecked := false
-	counts := v.checkCounts
+	v.passed = v.passed[:0]
 	for i := range r.spec.checks {
 		c := &r.spec.checks[i]
 		if c.Type == "status" {
 			statusChecked = true
 		}
-		if c.pass(v, status, latency) {
-			counts[c.index].pass.Add(1)
-		} else {
-			counts[c.index].fail.Add(1)
+		pass := c.pass(v, status, latency)
+		v.passed = append(v.passed, pass) // grows to the plan's most checks once, then reused
+		if !pass {
 			if kind != metrics.CheckFailed {
 				v.fails.check = c.index // the group's message (failures.go)
 			}
@@ -261,4 +261,20 @@ func (v *vu) judgeChecks(r *vuReq, status int, latency time.Duration) metrics.Er
 		}
 	}
 	return kind
+}
+
+// countChecks counts the outcomes judgeChecks kept for r's checks. The VU calls it after
+// recording the request, and the collector reads the check counters before the request
+// counters, so a second never shows more checks than its requests made
+// (TestChecksNeverAheadOfRequests).
+func (v *vu) countChecks(r *vuReq) {
+	counts := v.checkCounts
+	for i, pass := range v.passed {
+		if c := &counts[r.spec.checks[i].index]; pass {
+			c.pass.Add(1)
+		} else {
+			c.fail.Add(1)
+		}
+	}
+	v.passed = v.passed[:0]
 }

@@ -251,3 +251,30 @@ func stallingTarget(t *testing.T, begin func(http.ResponseWriter)) *testutil.Tar
 		}
 	})
 }
+
+// TestNoInventedContentType: a target that sends no Content-Type: Send lists none, and a check
+// that Content-Type exists fails, in Send and in a run (fasthttp would report its default).
+func TestNoInventedContentType(t *testing.T) {
+	tg := testutil.NewRawServer(t, func(*http.Request) testutil.RawAnswer {
+		return testutil.RawAnswer{Bytes: []byte("HTTP/1.1 200 OK\r\nX-Ok: 1\r\nContent-Length: 2\r\n\r\nok")}
+	})
+	js := `{"name":"t","requests":[{"url":"http://` + tg.Addr + `/",
+		"checks":[{"type":"header","name":"Content-Type","op":"exists"}]}],
+		"load":{"executor":"per-vu-iterations","vus":2,"iterations":5},"http":{"timeout":"5s"}}`
+	res, err := SendOne(context.Background(), sendPlan(t, js), 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range res.Headers {
+		if strings.EqualFold(h[0], "Content-Type") {
+			t.Errorf("Send shows %q, which the target never sent", h)
+		}
+	}
+	if len(res.Headers) == 0 || len(res.Checks) != 1 || res.Checks[0].Pass || res.Kind != metrics.CheckFailed {
+		t.Errorf("headers %v checks %+v kind %v, want the check failed", res.Headers, res.Checks, res.Kind)
+	}
+	sum, _ := run(t, mustPlan(t, js))
+	if sum.Requests != 10 || sum.ErrorKinds["check_failed"] != 10 {
+		t.Errorf("%d requests, error kinds %v: want 10 check_failed", sum.Requests, sum.ErrorKinds)
+	}
+}

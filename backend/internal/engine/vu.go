@@ -67,6 +67,7 @@ type vu struct {
 	row         [][]byte // the data row of the current iteration
 	vars        [][]byte // extracted variables, by slot
 	checkCounts []checkCount
+	passed      []bool // the outcomes of the current request's checks, until counted (countChecks)
 
 	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
@@ -398,6 +399,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 	if r.name != nil {
 		r.name.Record(o)
 	}
+	v.countChecks(r) // after the request (judgeChecks)
 	if o.Kind != metrics.KindNone {
 		v.failed(r, o.Kind, o.Status, err)
 	}

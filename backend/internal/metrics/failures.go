@@ -43,6 +43,9 @@ type FailureSample struct {
 	Headers       [][2]string `json:"headers"`
 	Body          string      `json:"body"`
 	BodyTruncated bool        `json:"body_truncated"` // the body was longer than Body, or was not read in full
+	// badHeader is 1 + the index of the first header that was not a pair of two strings in the
+	// JSON it was decoded from (RunFile.UnmarshalJSON; [2]string takes one silently), else 0.
+	badHeader int
 }
 
 // ValidText returns b as valid UTF-8 of at most limit bytes: each invalid byte becomes U+FFFD
@@ -97,11 +100,13 @@ var kindByName = func() map[string]ErrorKind {
 }()
 
 // checkFailures checks failure groups read from outside (prefix "" or "samples[i]."): at most
-// MaxFailureGroups + 1 groups, each with a known kind (or none, in the OtherFailures group), a
-// status of 0 or 100–999, a message and request name of at most MaxFailureMessage bytes of valid
-// UTF-8, no two groups alike, and a sample within the FailureSample bounds. When errors ≥ 0
-// (the summary), the counts add up to at most errors (exactly, but for a request the engine
-// abandoned at the hard stop while it was being counted).
+// MaxFailureGroups + 1 groups, the one beyond MaxFailureGroups the OtherFailures group; each with
+// a known kind (none only in the OtherFailures group), a status of 0 or 100–999, a message and
+// request name of at most MaxFailureMessage bytes of valid UTF-8, no two groups alike, and a
+// sample within the FailureSample bounds — none on a group of status 0 but OtherFailures, every
+// header a pair of two strings. The counts add up to at most errors, the run's (a second's groups
+// count since the run's start; the summary's exactly, but for a request the engine abandoned at
+// the hard stop while it was being counted).
 func checkFailures(prefix string, groups []FailureGroup, errors int64) error {
 	field := prefix + "failures"
 	if len(groups) > MaxFailureGroups+1 {
@@ -113,13 +118,20 @@ func checkFailures(prefix string, groups []FailureGroup, errors int64) error {
 	}
 	seen := make(map[key]bool, len(groups))
 	var total int64
+	other := false
 	for i := range groups {
 		g := &groups[i]
 		at := fmt.Sprintf("%s[%d]", field, i)
 		_, known := kindByName[g.Kind]
+		other = other || g.Message == OtherFailures
 		switch {
 		case !known && g.Kind != "":
 			return fileErr(at+".kind", "%.40q is not an error kind", g.Kind)
+		case g.Kind == "" && g.Message != OtherFailures:
+			return fileErr(at+".kind", "empty, which only the %s group's is", OtherFailures)
+		case g.Status == 0 && g.Sample != nil && g.Message != OtherFailures:
+			// (other) mixes statuses: its status is 0, its sample the first response it counted
+			return fileErr(at+".sample", "a group of status 0 (no response) has no sample")
 		case g.Status != 0 && (g.Status < 100 || g.Status > 999):
 			return fileErr(at+".status", "%d is not an HTTP status (0, or 100–999)", g.Status)
 		case !boundedText(g.Message, MaxFailureMessage) || g.Message == "":
@@ -144,6 +156,9 @@ func checkFailures(prefix string, groups []FailureGroup, errors int64) error {
 			case !boundedText(s.Body, MaxSampleBody):
 				return fileErr(at+".sample.body", "must be at most %d bytes of UTF-8", MaxSampleBody)
 			}
+			if s.badHeader > 0 {
+				return fileErr(fmt.Sprintf("%s.sample.headers[%d]", at, s.badHeader-1), "must be a [name, value] pair of two strings")
+			}
 			for j, h := range s.Headers {
 				if !boundedText(h[0], MaxSampleHeader) || !boundedText(h[1], MaxSampleHeader) {
 					return fileErr(fmt.Sprintf("%s.sample.headers[%d]", at, j), "name and value must be at most %d bytes of UTF-8 each", MaxSampleHeader)
@@ -151,7 +166,10 @@ func checkFailures(prefix string, groups []FailureGroup, errors int64) error {
 			}
 		}
 	}
-	if errors >= 0 && total > errors {
+	if len(groups) > MaxFailureGroups && !other {
+		return fileErr(field, "%d groups and no %s group: at most %d", len(groups), OtherFailures, MaxFailureGroups)
+	}
+	if total > errors {
 		return fileErr(field, "%d failures counted, but the run has %d errors", total, errors)
 	}
 	return nil

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,13 @@ func TestRunFileFailureBounds(t *testing.T) {
 		"long header":          {func(f *RunFile) { f.Failures[0].Sample.Headers[0][1] = strings.Repeat("v", 257) }, "sample.headers[0]"},
 		"long body":            {func(f *RunFile) { f.Failures[0].Sample.Body = strings.Repeat("b", MaxSampleBody+1) }, "sample.body"},
 		"body not utf-8":       {func(f *RunFile) { f.Samples[0].Failures[0].Sample.Body = "\xc3" }, "samples[0].failures[0].sample.body"},
+		"sample of status 0":   {func(f *RunFile) { f.Failures[1].Sample = &FailureSample{Status: 200} }, "failures[1].sample: a group of status 0"},
+		"empty kind":           {func(f *RunFile) { f.Samples[0].Failures[1].Kind = "" }, "samples[0].failures[1].kind: empty"},
+		"no (other)":           {func(f *RunFile) { f.Failures = many(101) }, "failures: 101 groups and no (other) group"},
+		"second beyond errors": {func(f *RunFile) { f.Samples[0].Failures[1].Count = 2 }, "samples[0].failures: 4 failures counted, but the run has 3 errors"},
+		"by_name sum": {func(f *RunFile) { f.ByName = map[string]NameStats{"get": {Requests: 3, Errors: 3}} },
+			"by_name: the requests of the rows add up to 3, not the run's 4"},
+		"p50 above max": {func(f *RunFile) { f.Timing.Wait = Latency{P50: 5, Max: 4} }, "timing.wait_ms.p50: 5 is above max (4)"},
 	} {
 		f := valid()
 		// the summary's groups and the second's are separate lists
@@ -105,11 +113,52 @@ func TestRunFileFailureBounds(t *testing.T) {
 	}
 }
 
+// TestRunFileRawBounds: what a decoded file cannot show — a header that is not a pair of two
+// strings, a null by_name row — is refused with its field named.
+func TestRunFileRawBounds(t *testing.T) {
+	groups := []FailureGroup{{Request: "get", Kind: "status_5xx", Status: 503, Message: "HTTP 503 Service Unavailable", Count: 1,
+		Sample: &FailureSample{Status: 503, Headers: [][2]string{{"A", "1"}, {"Content-Type", "text/plain"}}}}}
+	f := &RunFile{Version: RunFileVersion,
+		Summary: Summary{Requests: 2, Successes: 1, Errors: 1, Failures: groups, ByName: map[string]NameStats{"get": {Requests: 2, Errors: 1}}},
+		Run:     RunFileRun{Status: "finished", StartedAt: time.Unix(1e9, 0), EndedAt: time.Unix(1e9+1, 0)},
+		Samples: []FileSample{{Sample: Sample{ElapsedS: 1, Requests: 2, Successes: 1, Errors: 1, Failures: groups}}}}
+	b, _ := json.Marshal(f)
+	good := string(b)
+	const pair = `["Content-Type","text/plain"]`
+	if strings.Count(good, pair) != 2 {
+		t.Fatalf("file %s", good)
+	}
+	for name, c := range map[string]struct {
+		body string
+		want string // "" for none
+	}{
+		"as written":     {good, ""},
+		"one string":     {strings.Replace(good, pair, `["Content-Type"]`, 1), "failures[0].sample.headers[1]: must be a [name, value] pair"},
+		"three strings":  {strings.Replace(good, pair, `["a","b","c"]`, 2), "failures[0].sample.headers[1]"},
+		"null value":     {strings.Replace(good, pair, `["a",null]`, 2), "failures[0].sample.headers[1]"},
+		"null pair":      {strings.Replace(good, pair, `null`, 2), "failures[0].sample.headers[1]"},
+		"in a second":    {good[:strings.LastIndex(good, pair)] + `[]` + good[strings.LastIndex(good, pair)+len(pair):], "samples[0].failures[0].sample.headers[1]"},
+		"null row":       {strings.Replace(good, `"by_name":{"get":{`, `"by_name":{"a":null,"get":{`, 1), "by_name.a: null"},
+		"missing header": {strings.Replace(good, `["A","1"],`, ``, 2), ""},
+	} {
+		var back RunFile
+		if err := json.Unmarshal([]byte(c.body), &back); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err := back.Check()
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+}
+
 // FuzzRunFileFailures: whatever failure groups a file holds, Check either refuses it or every
-// group is within the engine's bounds.
+// group is within the engine's bounds. The groups go through the file's JSON, as an import's do.
 func FuzzRunFileFailures(f *testing.F) {
 	f.Add(`[{"request":"a","kind":"status_5xx","status":503,"message":"HTTP 503","count":2,"sample":{"status":503,"headers":[["a","b"]],"body":"x"}}]`)
 	f.Add(`[{"kind":"","message":"(other)","count":1}]`)
+	f.Add(`[{"request":"a","kind":"status_5xx","status":503,"message":"HTTP 503","count":2,"sample":{"status":503,"headers":[["a"]],"body":"x"}}]`)
+	f.Add(`[{"request":"a","kind":"reset","status":0,"message":"reset","count":1,"sample":{"status":200,"headers":[]}}]`)
 	f.Fuzz(func(t *testing.T, js string) {
 		var g []FailureGroup
 		if json.Unmarshal([]byte(js), &g) != nil {
@@ -119,19 +168,50 @@ func FuzzRunFileFailures(f *testing.F) {
 		for _, x := range g {
 			total += max(x.Count, 0)
 		}
-		file := &RunFile{Version: RunFileVersion, Summary: Summary{Requests: total, Errors: total, Failures: g}}
-		if total > MaxFileNumber || file.Check() != nil {
+		if total > MaxFileNumber {
+			return
+		}
+		body := fmt.Sprintf(`{"volley_run_file":1,"requests":%d,"errors":%d,"failures":%s,"run":{"status":"finished"},
+			"samples":[{"elapsed_s":1,"requests":%[1]d,"errors":%[1]d}]}`, total, total, js)
+		var file RunFile
+		if err := json.Unmarshal([]byte(body), &file); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		if file.Check() != nil {
 			return
 		}
 		if len(g) > MaxFailureGroups+1 {
 			t.Fatalf("%d groups accepted", len(g))
 		}
+		other := false
 		for _, x := range g {
-			if len(x.Message) > MaxFailureMessage || !utf8.ValidString(x.Message) || x.Count < 1 {
+			other = other || x.Message == OtherFailures
+			if len(x.Message) > MaxFailureMessage || !utf8.ValidString(x.Message) || x.Count < 1 ||
+				x.Kind == "" && x.Message != OtherFailures || x.Status == 0 && x.Sample != nil && x.Message != OtherFailures {
 				t.Fatalf("group accepted: %+v", x)
 			}
 			if s := x.Sample; s != nil && (len(s.Headers) > MaxSampleHeaders || len(s.Body) > MaxSampleBody) {
 				t.Fatalf("sample accepted: %+v", s)
+			}
+		}
+		if len(g) > MaxFailureGroups && !other {
+			t.Fatalf("%d groups accepted without an (other)", len(g))
+		}
+		var raw []struct {
+			Sample *struct {
+				Headers []json.RawMessage `json:"headers"`
+			} `json:"sample"`
+		}
+		_ = json.Unmarshal([]byte(js), &raw)
+		for _, r := range raw {
+			if r.Sample == nil {
+				continue
+			}
+			for _, h := range r.Sample.Headers { // accepted: every sample's header is a pair of strings
+				var pair []*string
+				if json.Unmarshal(h, &pair) != nil || len(pair) != 2 || pair[0] == nil || pair[1] == nil {
+					t.Fatalf("header %s accepted", h)
+				}
 			}
 		}
 	})

@@ -42,6 +42,71 @@ type RunFile struct {
 	Plan    json.RawMessage `json:"plan,omitempty"`
 	Merged  string          `json:"hist,omitempty"`
 	Samples []FileSample    `json:"samples"`
+
+	nullName string // the first by_name row that was null in the JSON (UnmarshalJSON), for Check
+}
+
+// UnmarshalJSON decodes a run file as its fields say, and notes for Check what the decoded values
+// cannot show: a by_name row that was null, a failure sample's header that was not a pair of
+// two strings.
+func (f *RunFile) UnmarshalJSON(b []byte) error {
+	type plain RunFile
+	if err := json.Unmarshal(b, (*plain)(f)); err != nil {
+		return err
+	}
+	type rawGroups []struct {
+		Sample *struct {
+			Headers []json.RawMessage `json:"headers"`
+		} `json:"sample"`
+	}
+	var raw struct {
+		ByName   map[string]json.RawMessage `json:"by_name"`
+		Failures rawGroups                  `json:"failures"`
+		Samples  []struct {
+			Failures rawGroups `json:"failures"`
+		} `json:"samples"`
+	}
+	if json.Unmarshal(b, &raw) != nil {
+		return nil // cannot be: the same JSON decoded above
+	}
+	f.nullName = ""
+	for name, row := range raw.ByName {
+		if string(row) == "null" && (f.nullName == "" || name < f.nullName) {
+			f.nullName = name
+		}
+	}
+	mark := func(groups []FailureGroup, rg rawGroups) {
+		for i := range min(len(groups), len(rg)) {
+			if s, r := groups[i].Sample, rg[i].Sample; s != nil && r != nil {
+				s.badHeader = 0
+				for j, h := range r.Headers {
+					if !stringPair(h) {
+						s.badHeader = j + 1
+						break
+					}
+				}
+			}
+		}
+	}
+	mark(f.Failures, raw.Failures)
+	for i := range min(len(f.Samples), len(raw.Samples)) {
+		mark(f.Samples[i].Failures, raw.Samples[i].Failures)
+	}
+	return nil
+}
+
+// stringPair reports whether h is a JSON array of exactly two strings.
+func stringPair(h json.RawMessage) bool {
+	var pair []json.RawMessage
+	if json.Unmarshal(h, &pair) != nil || len(pair) != 2 {
+		return false
+	}
+	for _, v := range pair {
+		if len(v) == 0 || v[0] != '"' {
+			return false
+		}
+	}
+	return true
 }
 
 // RunFileRun is how a file's run went: status "finished", or "stopped" (Ctrl-C or SIGTERM).
@@ -71,9 +136,13 @@ const (
 	// MaxEncodedHist bounds one encoded histogram (base64 characters); Volley's encoder writes at
 	// most about 300 KB for a histogram with every slot used.
 	MaxEncodedHist = 1 << 20
-	// MaxSecondCodes bounds the entries of one second's status_codes and of its error_kinds: a
-	// second realistically sees a handful of codes.
+	// MaxSecondCodes bounds the entries of error_kinds (the summary's and each second's): more
+	// than the engine's error kinds.
 	MaxSecondCodes = 64
+	// MaxStatusCodes bounds the entries of status_codes (the summary's and each second's): the
+	// engine's own bound, every key it can write (100–599, and 0 for codes ≥ 600) — a target
+	// answering random statuses gives a second hundreds.
+	MaxStatusCodes = maxStatus - 100 + 1
 	// MaxFileEntries is the whole file's budget of map entries and list items (status codes,
 	// error kinds, by_name, checks, thresholds, sweep rows…) over the summary and every second
 	// together; the seconds themselves are bounded by MaxFileSeconds. A six-hour run (the most
@@ -110,15 +179,16 @@ func fileErr(field, format string, a ...any) *FileError {
 //   - the bounds above on every number (none negative), string, list and map of the summary and
 //     the samples, and the whole file's MaxFileEntries;
 //   - status_codes keys: 3-digit codes 100–599, or "0" (Volley's key for codes ≥ 600); at most
-//     MaxSecondCodes status codes and error kinds in one second;
+//     MaxStatusCodes status codes and MaxSecondCodes error kinds (the summary and each second);
 //   - that the numbers agree: successes + errors = requests (the summary, each second and each
-//     by_name entry with errors ≤ requests), the seconds' requests sum to summary.requests
+//     by_name entry with errors ≤ requests; the by_name rows, none null, sum to
+//     summary.requests), every latency's p50 ≤ its max, the seconds' requests sum to summary.requests
 //     exactly (the collector emits every second, the last partial one included, whenever it
 //     had a response), seconds in increasing order and, when the run's times are given, none
 //     beyond ceil(ended_at − started_at) + ElapsedSlack;
 //   - each threshold's expr is a threshold (plan.ParseThreshold), optionally "request: " first;
 //   - failure groups (summary and seconds) within their bounds (MaxFailureGroups…,
-//     checkFailures), the summary's adding up to its errors;
+//     checkFailures), the summary's and each second's adding up to at most the run's errors;
 //   - every histogram decoded with DecodeHistCounts.
 //
 // It allocates nothing in proportion to what the file merely announces.
@@ -144,13 +214,21 @@ func (f *RunFile) Check() error {
 	if err := checkBounded(".run", reflect.ValueOf(&f.Run).Elem(), &budget); err != nil {
 		return err
 	}
-	if err := checkCounts("", f.Requests, f.Successes, f.Errors, f.StatusCodes, f.ErrorKinds, 600); err != nil {
+	if err := checkCounts("", f.Requests, f.Successes, f.Errors, f.StatusCodes, f.ErrorKinds); err != nil {
 		return err
 	}
+	if f.nullName != "" {
+		return fileErr("by_name."+f.nullName, "null: a request's row must be an object")
+	}
+	var byName int64
 	for name, n := range f.ByName {
 		if n.Errors > n.Requests {
 			return fileErr("by_name."+name+".errors", "%d errors of %d requests", n.Errors, n.Requests)
 		}
+		byName += n.Requests // ≤ 10 000 × 1e15: no overflow
+	}
+	if len(f.ByName) > 0 && byName != f.Requests {
+		return fileErr("by_name", "the requests of the rows add up to %d, not the run's %d", byName, f.Requests)
 	}
 	if err := checkFailures("", f.Failures, f.Errors); err != nil {
 		return err
@@ -185,10 +263,11 @@ func (f *RunFile) Check() error {
 				s.ElapsedS, last-ElapsedSlack, ElapsedSlack)
 		}
 		prev = s.ElapsedS
-		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds, MaxSecondCodes); err != nil {
+		if err := checkCounts(path+".", s.Requests, s.Successes, s.Errors, s.StatusCodes, s.ErrorKinds); err != nil {
 			return err
 		}
-		if err := checkFailures(path+".", s.Failures, -1); err != nil {
+		// a second's groups count failures since the run's start: at most the run's errors
+		if err := checkFailures(path+".", s.Failures, f.Errors); err != nil {
 			return err
 		}
 		requests += s.Requests // ≤ 86 400 × 1e15: no overflow
@@ -218,17 +297,17 @@ func validRunID(id string) bool {
 }
 
 // checkCounts checks the counts of the summary or of one second (prefix "" or "samples[i]."):
-// successes + errors = requests, status codes keyed 100–599 or "0", and at most maxCodes status
-// codes and error kinds.
-func checkCounts(prefix string, requests, successes, errs int64, codes, kinds map[string]int64, maxCodes int) error {
+// successes + errors = requests, status codes keyed 100–599 or "0", at most MaxStatusCodes status
+// codes and MaxSecondCodes error kinds.
+func checkCounts(prefix string, requests, successes, errs int64, codes, kinds map[string]int64) error {
 	if successes+errs != requests {
 		return fileErr(prefix+"requests", "%d, but successes + errors = %d + %d", requests, successes, errs)
 	}
-	if len(codes) > maxCodes {
-		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), maxCodes)
+	if len(codes) > MaxStatusCodes {
+		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), MaxStatusCodes)
 	}
-	if len(kinds) > maxCodes {
-		return fileErr(prefix+"error_kinds", "%d kinds, at most %d", len(kinds), maxCodes)
+	if len(kinds) > MaxSecondCodes {
+		return fileErr(prefix+"error_kinds", "%d kinds, at most %d", len(kinds), MaxSecondCodes)
 	}
 	for k := range codes {
 		if n, err := strconv.Atoi(k); k != "0" && (err != nil || len(k) != 3 || n < 100 || n > 599) {
@@ -306,8 +385,13 @@ func checkBounded(path string, v reflect.Value, budget *int) error {
 			}
 		}
 	case reflect.Struct:
-		if _, ok := v.Interface().(time.Time); ok {
+		switch x := v.Interface().(type) {
+		case time.Time:
 			return nil
+		case Latency:
+			if x.P50 > x.Max {
+				return fileErr(strings.TrimPrefix(path, ".")+".p50", "%g is above max (%g)", x.P50, x.Max)
+			}
 		}
 		t := v.Type()
 		for i := range t.NumField() {
