@@ -73,7 +73,7 @@ func TestUpDownUp(t *testing.T) {
 	}
 }
 
-// Runs stored before migration 00009 have an outcome as soon as it is applied.
+// Runs stored before migration 00006 have an outcome as soon as it is applied.
 func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 	db, prov := openProvider(t)
 	ctx := t.Context()

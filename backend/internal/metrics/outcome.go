@@ -30,7 +30,7 @@ const MaxPassedErrorRate = 0.05
 // count, errorRate its errors / requests (1 exactly when no request succeeded, as errors =
 // requests − successes), thresholdsOK whether every threshold passed (nil: no thresholds).
 // This is the only place the rule lives in Go; Summary.Outcome and the API apply it, and the
-// runs.outcome column (migrations/00009, which History filters on) is the same CASE in SQL,
+// runs.outcome column (migrations/00006, which History filters on) is the same CASE in SQL,
 // checked against it by store's TestOutcomeColumnIsOutcomeOf.
 func OutcomeOf(status string, requests int64, errorRate float64, thresholdsOK *bool) string {
 	switch status {

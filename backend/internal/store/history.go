@@ -15,7 +15,7 @@ const (
 	ThresholdsFailed = "failed"
 )
 
-// RunOutcomes are the values of the runs.outcome column (migrations/00009, which computes it
+// RunOutcomes are the values of the runs.outcome column (migrations/00006, which computes it
 // from status, requests, error_rate and thresholds_ok as metrics.OutcomeOf does) and of
 // RunFilter.Outcomes; a running run's outcome is NULL.
 var RunOutcomes = []string{"passed", "finished_with_errors", "failed"}

@@ -11,7 +11,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
-// The runs.outcome column (migrations/00009) is metrics.OutcomeOf of the run's stored status,
+// The runs.outcome column (migrations/00006) is metrics.OutcomeOf of the run's stored status,
 // requests, error rate and thresholds, for every combination around the rule's edges (running
 // runs have none), and ListRuns' outcome filter selects exactly the runs with those outcomes.
 func TestOutcomeColumnIsOutcomeOf(t *testing.T) {
