@@ -39,12 +39,25 @@ const (
 	// or other bytes), a bad status line or header line, conflicting or invalid Content-Length, a
 	// bad chunk size or chunk framing.
 	MalformedResponse
+	// DecodeError: a compressed body (Content-Encoding gzip, deflate, br, zstd) a check or an
+	// extraction needed could not be decoded: corrupt, truncated, or an encoding not asked for.
+	DecodeError
+	// H2Error: the HTTP/2 peer refused or reset the stream or the connection (RST_STREAM, GOAWAY,
+	// a protocol or flow-control error), or ALPN did not agree on h2 when the plan asked for it.
+	H2Error
+	// WSHandshake: a WebSocket upgrade was not accepted (no 101 Switching Protocols, a bad
+	// Sec-WebSocket-Accept, or a subprotocol the plan did not offer).
+	WSHandshake
+	// WSClosed: the WebSocket connection was closed or dropped by the peer before the session's
+	// steps were done.
+	WSClosed
 	numKinds
 )
 
 var kindNames = [numKinds]string{"", "connect_refused", "connect_timeout", "timeout", "reset", "tls",
 	"read", "write", "status_4xx", "status_5xx", "check_failed", "redirect_loop", "other", "too_many_open_files",
-	"blocked_target", "header_too_large", "body_too_large", "malformed_response"}
+	"blocked_target", "header_too_large", "body_too_large", "malformed_response",
+	"decode_error", "h2_error", "ws_handshake", "ws_closed"}
 
 // String returns the kind's stable JSON name ("" for success).
 func (k ErrorKind) String() string {
