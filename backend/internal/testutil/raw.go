@@ -10,35 +10,26 @@ import (
 	"testing"
 )
 
-// RawServer is a loopback TCP server that parses HTTP/1.1 requests and answers each with bytes the
-// test chooses, for behaviours net/http will not produce (a HEAD announcing a chunked body, a
-// connection reset after reading the request).
-type RawServer struct {
-	Addr     string
-	requests atomic.Int64
-	conns    atomic.Int64
-	ln       net.Listener
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	open     map[net.Conn]struct{}
+// TCPServer is a loopback TCP listener that runs a handler on a goroutine per connection, counts
+// the connections it accepted, and at the end of the test closes the listener and every open
+// connection and waits for the handlers (which return when their connection's reads fail).
+type TCPServer struct {
+	Addr  string
+	conns atomic.Int64
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	open  map[net.Conn]struct{}
 }
 
-// RawAnswer is what a RawServer writes for one request; Reset closes the connection with an RST
-// instead of answering.
-type RawAnswer struct {
-	Bytes []byte
-	Reset bool
-	Close bool
-}
-
-// NewRawServer starts a raw server on 127.0.0.1; it is closed when the test ends.
-func NewRawServer(t testing.TB, answer func(r *http.Request) RawAnswer) *RawServer {
+// ServeTCP starts a TCPServer on 127.0.0.1 whose handler serves each accepted connection; the
+// connection is closed when the handler returns. It is closed when the test ends.
+func ServeTCP(t testing.TB, handle func(c net.Conn)) *TCPServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &RawServer{Addr: ln.Addr().String(), ln: ln, open: map[net.Conn]struct{}{}}
+	s := &TCPServer{Addr: ln.Addr().String(), open: map[net.Conn]struct{}{}}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -54,7 +45,13 @@ func NewRawServer(t testing.TB, answer func(r *http.Request) RawAnswer) *RawServ
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				s.serve(c, answer)
+				defer func() {
+					s.mu.Lock()
+					delete(s.open, c)
+					s.mu.Unlock()
+					_ = c.Close()
+				}()
+				handle(c)
 			}()
 		}
 	}()
@@ -70,13 +67,34 @@ func NewRawServer(t testing.TB, answer func(r *http.Request) RawAnswer) *RawServ
 	return s
 }
 
+// Conns is the number of connections the server accepted.
+func (s *TCPServer) Conns() int64 { return s.conns.Load() }
+
+// RawServer is a loopback TCP server that parses HTTP/1.1 requests and answers each with bytes the
+// test chooses, for behaviours net/http will not produce (a HEAD announcing a chunked body, a
+// connection reset after reading the request).
+type RawServer struct {
+	*TCPServer
+	requests atomic.Int64
+}
+
+// RawAnswer is what a RawServer writes for one request; Reset closes the connection with an RST
+// instead of answering.
+type RawAnswer struct {
+	Bytes []byte
+	Reset bool
+	Close bool
+}
+
+// NewRawServer starts a raw server on 127.0.0.1; it is closed when the test ends.
+func NewRawServer(t testing.TB, answer func(r *http.Request) RawAnswer) *RawServer {
+	t.Helper()
+	s := &RawServer{}
+	s.TCPServer = ServeTCP(t, func(c net.Conn) { s.serve(c, answer) })
+	return s
+}
+
 func (s *RawServer) serve(c net.Conn, answer func(r *http.Request) RawAnswer) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.open, c)
-		s.mu.Unlock()
-		_ = c.Close()
-	}()
 	br := bufio.NewReader(c)
 	for {
 		req, err := http.ReadRequest(br)
@@ -100,60 +118,24 @@ func (s *RawServer) serve(c net.Conn, answer func(r *http.Request) RawAnswer) {
 // Requests is the number of requests the server read.
 func (s *RawServer) Requests() int64 { return s.requests.Load() }
 
-// Conns is the number of connections the server accepted.
-func (s *RawServer) Conns() int64 { return s.conns.Load() }
-
 // EndlessBodyTarget starts a loopback TCP server that answers every request with a 200 GB
 // Content-Length and then sends zeros as fast as the connection takes them (the answer that made
 // `volley run` die of "out of memory" while it allocated bodies at their declared length), and
 // returns its address. It and its connections are closed when the test ends.
 func EndlessBodyTarget(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
 	zeros := make([]byte, 64<<10)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return ServeTCP(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 200000000000\r\n\r\n"); err != nil {
+			return
+		}
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := c.Write(zeros); err != nil {
 				return
 			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); _ = c.Close() }()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 200000000000\r\n\r\n"); err != nil {
-					return
-				}
-				for {
-					if _, err := c.Write(zeros); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	}).Addr
 }
