@@ -139,11 +139,7 @@ func planJSON(url string, vus int, dur string) string {
 func TestPlanEndpoints(t *testing.T) {
 	a := newApp(t)
 	valid := planJSON("http://127.0.0.1:9/", 2, "1s")
-	cases := []struct {
-		name, method, path, body string
-		status                   int
-		want                     []string // fragments of the JSON body
-	}{
+	runCases(t, a, []apiCase{
 		{"invalid plan names every field", "POST", "/api/plans",
 			`{"name":"","requests":[{"url":"ftp://x"}],"load":{"vus":0,"duration":"1s","vuz":1}}`, 400,
 			[]string{`"code":"invalid_plan"`, `"load.vuz":"unknown field"`}},
@@ -165,24 +161,7 @@ func TestPlanEndpoints(t *testing.T) {
 		{"bad paging", "GET", "/api/runs?limit=x", "", 400, []string{"limit"}},
 		{"delete", "DELETE", "/api/plans/1", "", 204, nil},
 		{"deleted", "GET", "/api/plans/1", "", 404, nil},
-	}
-	for _, c := range cases {
-		req := newReq(c.method, a.url+c.path, c.body)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != c.status {
-			t.Errorf("%s: status %d, want %d (%s)", c.name, res.StatusCode, c.status, b)
-		}
-		for _, w := range c.want {
-			if !bytes.Contains(b, []byte(w)) {
-				t.Errorf("%s: body lacks %s: %s", c.name, w, b)
-			}
-		}
-	}
+	})
 }
 
 func TestSPAFallback(t *testing.T) {

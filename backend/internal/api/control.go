@@ -1,11 +1,8 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -31,21 +28,9 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return 0, nil, unreadableBody()
-	}
 	var b controlBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil || dec.More() {
-		e := badRequest(`the body must be a JSON object {"vus": N} or {"rate": R}`)
-		if err != nil {
-			if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-				e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}
-			}
-		}
-		return 0, nil, e
+	if err := decodeBody(c, &b, `exactly one of "vus" (a number of VUs) and "rate" (a number)`); err != nil {
+		return 0, nil, err
 	}
 	ch := runner.Change{By: s.changedBy(c)}
 	field := "rate"

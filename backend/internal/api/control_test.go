@@ -108,7 +108,8 @@ func TestLiveControlVUsReachTheTargetWithinASecond(t *testing.T) {
 	}
 }
 
-// A constant-arrival-rate run's rate changed from 50/s to 200/s: the target's request rate follows.
+// A constant-arrival-rate run's rate changed from 50/s to 200/s: the target's request rate follows,
+// and every stored second after the change offers 200 arrivals a second.
 func TestLiveControlRateReachesTheTarget(t *testing.T) {
 	a := newApp(t)
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
@@ -120,38 +121,52 @@ func TestLiveControlRateReachesTheTarget(t *testing.T) {
 		return float64(tg.Requests()-n0) / time.Since(t0).Seconds()
 	}
 	waitUntil(t, 10*time.Second, "first request", func() bool { return tg.Requests() > 0 })
+	probe := testutil.StartSchedProbe(t)
 	before := rate()
 	st, ev := a.do("POST", fmt.Sprintf("/api/runs/%d/control", id), `{"rate":200}`)
 	if st != 200 || ev["from"] != 50.0 || ev["to"] != 200.0 {
 		t.Fatalf("control: %d %v", st, ev)
 	}
 	after := rate()
-	time.Sleep(1100 * time.Millisecond) // a second whole second after the change
+	// The arrivals the run offered in each whole second after the change: requests, and iterations
+	// a machine too busy to hand to a VU within 10 ms dropped (counted, never sent late). Three
+	// such seconds stored, however late a busy machine stores them.
+	type second struct{ offered, interval float64 }
+	stored := func() (secs []second) {
+		_, res := a.do("GET", fmt.Sprintf("/api/runs/%d/samples", id), "")
+		for _, raw := range res["items"].([]any) {
+			s := raw.(map[string]any)
+			if s["elapsed_s"].(float64)-1 >= ev["elapsed_s"].(float64) {
+				secs = append(secs, second{s["requests"].(float64) + s["dropped_iterations"].(float64), s["interval_s"].(float64)})
+			}
+		}
+		return secs
+	}
+	waitUntil(t, 30*time.Second, "three stored seconds after the change", func() bool { return len(stored()) >= 3 })
+	d := probe.Stop()
 	run := a.stopAndWait(id)
 	if events := run["summary"].(map[string]any)["events"].([]any); len(events) != 1 {
 		t.Errorf("summary events = %v", events)
 	}
-	// The arrivals the run offered in each whole second after the change: requests, and iterations
-	// a machine too busy to hand to a VU within 10 ms dropped (counted, never sent late).
-	_, secs := a.do("GET", fmt.Sprintf("/api/runs/%d/samples", id), "")
-	var offered []float64
-	for _, raw := range secs["items"].([]any) {
-		s := raw.(map[string]any)
-		if s["elapsed_s"].(float64)-1 >= ev["elapsed_s"].(float64) {
-			offered = append(offered, (s["requests"].(float64)+s["dropped_iterations"].(float64))/s["interval_s"].(float64))
-		}
+	secs := stored()[:3] // whole seconds, before the stop cut the last one
+	var offered, span float64
+	for _, s := range secs {
+		offered += s.offered
+		span += s.interval
 	}
-	t.Logf("target rate: %.0f/s before, %.0f/s in the second after the change to 200/s; offered per second after it: %.0f", before, after, offered)
-	if before < 40 || before > 60 || after < 2*before || after > 230 {
+	t.Logf("target rate: %.0f/s before, %.0f/s in the second after the change to 200/s; offered after it: %v (%v)",
+		before, after, secs, d)
+	// A second's arrivals are counted when the scheduler issues or drops them, so a scheduler woken
+	// late moves some into the next second: over three seconds the shift is at most its delay.
+	if slack := 200 * (0.05 + d.Max.Seconds()); offered < 200*span-slack || offered > 200*span+slack {
+		t.Errorf("the three seconds after the change offered %.0f arrivals in %.2f s, want 200/s ± %.0f", offered, span, slack)
+	}
+	if before < 40 || before > 60 || after <= before || after > 230 {
 		t.Errorf("target rate %.0f/s → %.0f/s, want about 50 → 200", before, after)
 	}
-	if len(offered) < 2 {
-		t.Fatal("fewer than two stored seconds after the change")
-	}
-	for _, r := range offered[:len(offered)-1] { // the last second is cut by the stop
-		if r < 170 || r > 230 {
-			t.Errorf("a second after the change offered %.0f arrivals/s, want 200", r)
-		}
+	// On a machine that hands iterations to VUs in time (nothing dropped) the target sees them all.
+	if d.P99 < 5*time.Millisecond && after < 2*before {
+		t.Errorf("target rate %.0f/s → %.0f/s on a quiet machine, want about 50 → 200", before, after)
 	}
 }
 

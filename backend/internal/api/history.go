@@ -1,11 +1,8 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -129,22 +126,9 @@ func (s *Server) patchRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return 0, nil, unreadableBody()
-	}
 	var p runPatch
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		e := badRequest("the body must be a JSON object with notes (a string) and/or tags (a list of strings): %v", err)
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}
-		}
-		return 0, nil, e
-	}
-	if dec.More() {
-		return 0, nil, badRequest("unexpected data after the JSON object")
+	if err := decodeBody(c, &p, "notes (a string) and/or tags (a list of strings)"); err != nil {
+		return 0, nil, err
 	}
 	fields := map[string]string{}
 	if p.Notes != nil && len(*p.Notes) > store.MaxNotesLen {
