@@ -27,9 +27,10 @@ type arrival struct {
 	sched        schedule
 	preAllocated int
 	maxVUs       int64
-	next         atomic.Int64             // the next iteration number to claim
+	next         atomic.Int64             // the next of this segment's iterations to claim (Segment.Global: its number in the run)
 	pool         atomic.Int64             // VUs spawned
 	waiting      atomic.Int64             // VUs holding a claimed, not yet due iteration
+	dropped      atomic.Int64             // iterations the VUs dropped (reconcile)
 	stopWakeups  func()                   // precise timer wakeups (wakeup_linux.go)
 	override     atomic.Pointer[schedule] // the schedule SetRate made; nil: sched (control.go)
 }
@@ -37,7 +38,9 @@ type arrival struct {
 // newArrival prepares an open model's run over sched with the plan's VU pool.
 func newArrival(e *Engine, sched schedule) *arrival {
 	l := &e.p.Load
-	return &arrival{e: e, sched: sched, preAllocated: l.PreAllocatedVUs, maxVUs: int64(max(l.MaxVUs, l.PreAllocatedVUs))}
+	// A segment's pool is its share of the plan's, at least one VU (it has arrivals to start).
+	pre, peak := max(1, e.share(l.PreAllocatedVUs)), max(1, e.share(max(l.MaxVUs, l.PreAllocatedVUs)))
+	return &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
 }
 
 func (a *arrival) launch(ctx context.Context) {
@@ -52,6 +55,48 @@ func (a *arrival) launch(ctx context.Context) {
 func (a *arrival) finish() {
 	if a.stopWakeups != nil {
 		a.stopWakeups()
+	}
+	a.reconcile()
+}
+
+// reconcile counts as dropped the iterations of this engine's segment that were due before the
+// run stopped but that no VU started or dropped — due while every VU was still busy at the end,
+// or claimed by a VU that woke after the stop — so that sent + dropped is exactly the schedule's
+// count up to the stop (the planned end, or the moment of an early stop). It runs once the VUs
+// are done (or abandoned, having started what they run).
+func (a *arrival) reconcile() {
+	e := a.e
+	t := e.endAt
+	if s := time.Duration(e.stopAt.Load()); s > 0 && s < t {
+		t = s
+	}
+	want := e.opts.Segment.Count(dueBefore(a.cur(), t))
+	var started int64
+	e.vusMu.Lock()
+	for _, v := range e.vus {
+		started += v.arrivals.Load()
+	}
+	e.vusMu.Unlock()
+	for n := want - started - a.dropped.Load(); n > 0; n-- {
+		e.rec.Dropped()
+	}
+}
+
+// dueBefore is the number of the run's iterations sc schedules before offset t: those i with
+// sc.at(i) < t (index is within one of it; at decides).
+func dueBefore(sc *schedule, t time.Duration) int64 {
+	n := max(sc.index(t)-2, 0)
+	for n > 0 {
+		if at, ok := sc.at(n - 1); ok && at < t {
+			break
+		}
+		n--
+	}
+	for {
+		if at, ok := sc.at(n); !ok || at >= t {
+			return n
+		}
+		n++
 	}
 }
 
@@ -68,7 +113,7 @@ func (a *arrival) loop(v *vu) {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
 		}
-		i := a.next.Add(1) - 1
+		i := a.e.opts.Segment.Global(a.next.Add(1) - 1) // the run's iteration number
 		sc := a.cur()
 		due, ok := a.due(sc, i)
 		now := e.now()
@@ -94,11 +139,13 @@ func (a *arrival) loop(v *vu) {
 			}
 		} else if -wait > dropTolerance {
 			e.rec.Dropped()
+			a.dropped.Add(1)
 			continue
 		} else if a.waiting.Load() == 0 {
 			a.grow()
 		}
 		v.shard.Lag((now - due).Microseconds())
+		v.arrivals.Add(1)
 		v.iteration(due, now)
 	}
 }

@@ -85,7 +85,7 @@ func (e *Engine) SetVUs(n int, by string) (metrics.RunEvent, error) {
 		e.vusMu.Lock()
 		have := len(e.vus)
 		e.vusMu.Unlock()
-		for range n - have {
+		for range e.share(n) - have {
 			if !e.spawnLive(func(v *vu) { v.profileLoop(prof) }) {
 				return from, ErrNotRunning
 			}

@@ -33,6 +33,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
+	seg "github.com/volley-load/volley/backend/internal/segment"
 )
 
 // Options tune a run. The zero value is fine.
@@ -47,6 +48,11 @@ type Options struct {
 	// Policy is the server's target policy, checked at every connect (nil: netpolicy.Default,
 	// the built-in denials). Plans cannot change it.
 	Policy *netpolicy.Policy
+	// Segment is this engine's share of the run's work when several agents run one plan (the
+	// zero Segment, seg.Whole: all of it). Every executor splits by it exactly: the VU
+	// indexes it runs, the arrival-rate iterations it starts (planned on the whole run's
+	// schedule), shared iterations and CSV rows (docs/scale-out.md).
+	Segment seg.Segment
 }
 
 // Engine runs one plan once. Create it with New; Run may be called once.
@@ -58,6 +64,7 @@ type Engine struct {
 	reqs       []reqSpec
 	weights    []int // cumulative
 	stop       atomic.Bool
+	stopAt     atomic.Int64  // when stop was set, as a time since start (ns); 0 before
 	start      time.Time     // with a monotonic reading: VUs keep time as durations since it (now)
 	end        time.Time     // VUs start no iteration after this
 	endAt      time.Duration // end - start
@@ -340,6 +347,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	case <-e.abortCh:
 	case <-e.failed.ch:
 	}
+	e.stopAt.CompareAndSwap(0, int64(max(e.now(), 1)))
 	e.stop.Store(true)
 	sendEnd := time.Now()
 	graceEnd := sendEnd.Add(grace)

@@ -29,7 +29,7 @@ type perVUIterationsRun struct {
 }
 
 func (x *perVUIterationsRun) launch(ctx context.Context) {
-	x.e.spawnEach(ctx, x.e.p.Load.VUs, func(v *vu) { v.closedLoop(x.more) })
+	x.e.spawnEach(ctx, x.e.share(x.e.p.Load.VUs), func(v *vu) { v.closedLoop(x.more) })
 }
 
 func (x *perVUIterationsRun) more(it int) bool { return it < x.n }

@@ -21,7 +21,9 @@ func init() {
 		Length:      func(l *plan.Load) time.Duration { return l.MaxDuration.D() },
 		PeakVUs:     func(l *plan.Load) int { return l.VUs },
 		LengthField: maxDurationPath,
-	}, func(e *Engine) executor { return &sharedIterationsRun{e: e, total: int64(e.p.Load.Iterations)} })
+	}, func(e *Engine) executor {
+		return &sharedIterationsRun{e: e, total: int64(e.share(e.p.Load.Iterations))}
+	})
 }
 
 type sharedIterationsRun struct {
@@ -31,7 +33,7 @@ type sharedIterationsRun struct {
 }
 
 func (x *sharedIterationsRun) launch(ctx context.Context) {
-	x.e.spawnEach(ctx, x.e.p.Load.VUs, func(v *vu) { v.closedLoop(x.more) })
+	x.e.spawnEach(ctx, x.e.share(x.e.p.Load.VUs), func(v *vu) { v.closedLoop(x.more) })
 }
 
 func (x *sharedIterationsRun) more(int) bool { return x.claimed.Add(1) <= x.total }

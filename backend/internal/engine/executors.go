@@ -134,14 +134,19 @@ func (v *vu) pause() {
 // parkStep bounds how long a parked VU sleeps before it looks at the stop flag again.
 const parkStep = 50 * time.Millisecond
 
-// launchProfile starts one VU per unit of the profile's peak, each running profileLoop.
+// launchProfile starts one VU per unit of the profile's peak (of this engine's segment), each
+// running profileLoop.
 func (e *Engine) launchProfile(ctx context.Context, prof *profile) {
-	e.spawnEach(ctx, prof.peak(), func(v *vu) { v.profileLoop(prof) })
+	e.spawnEach(ctx, e.share(prof.peak()), func(v *vu) { v.profileLoop(prof) })
 }
 
+// share is how many of the run's first n numbered units (VUs, iterations) this engine's segment
+// owns: n on a single machine.
+func (e *Engine) share(n int) int { return int(e.opts.Segment.Count(int64(n))) }
+
 // profileLoop runs a VU of a closed model whose VU count follows a profile (constant-vus,
-// ramping-vus, concurrency-sweep): VU i works while the profile's value — or the count SetVUs set
-// (Engine.level) — is at least i+1, finishing its current iteration before it parks (k6's
+// ramping-vus, concurrency-sweep): VU i (its number in the whole run) works while the profile's
+// value — or the count SetVUs set (Engine.level) — is at least i+1, finishing its current iteration before it parks (k6's
 // graceful ramp-down), and sleeps until the profile next reaches it. A VU of a run SetVUs
 // applies to waits to the run's end rather than ending early, as the count may rise again.
 func (v *vu) profileLoop(prof *profile) {
@@ -160,7 +165,7 @@ func (v *vu) profileLoop(prof *profile) {
 		if elapsed >= e.endAt {
 			return
 		}
-		if e.level(prof, elapsed) >= float64(v.id+1) {
+		if e.level(prof, elapsed) >= float64(v.gid+1) {
 			if !active {
 				active = true
 				e.rec.VUStarted()
@@ -173,7 +178,7 @@ func (v *vu) profileLoop(prof *profile) {
 			active = false
 			e.rec.VUStopped()
 		}
-		at, ok := e.nextActive(prof, v.id, elapsed)
+		at, ok := e.nextActive(prof, v.gid, elapsed)
 		if !ok {
 			return
 		}

@@ -49,6 +49,7 @@ func (e *Engine) failWith(where string, id int, r any) {
 		e.failed.err = pe
 		close(e.failed.ch)
 	})
+	e.stopAt.CompareAndSwap(0, int64(max(e.now(), 1)))
 	e.stop.Store(true)
 }
 

@@ -60,7 +60,7 @@ func (t tmpl) render(dst []byte, v *vu) []byte {
 		case plan.PartLit:
 			dst = append(dst, p.Lit...)
 		case plan.PartVU:
-			dst = strconv.AppendInt(dst, int64(v.id+1), 10)
+			dst = strconv.AppendInt(dst, int64(v.gid+1), 10)
 		case plan.PartIteration:
 			dst = strconv.AppendInt(dst, v.iter, 10)
 		case plan.PartUUID:

@@ -34,6 +34,9 @@ type vuReq struct {
 
 // vu is one virtual user: a goroutine running iterations with its own clients and buffers.
 type vu struct {
+	// gid is the VU's number in the whole run (its id is its number in this engine): the same as
+	// id unless the engine runs a segment (Options.Segment) of a run split among agents.
+	gid     int
 	e       *Engine
 	id      int
 	shard   *metrics.Shard
@@ -51,7 +54,8 @@ type vu struct {
 	rng      *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout  time.Duration
 	state    atomic.Int32
-	scratch  []byte // bodies nobody reads are dropped through it (httpConn.discard); made on first use
+	arrivals atomic.Int64 // open models: the iterations this VU started (arrival.reconcile)
+	scratch  []byte       // bodies nobody reads are dropped through it (httpConn.discard); made on first use
 
 	// request timeouts (deadline.go)
 	deadline atomic.Int64 // of the request in flight: ns since the run started, noDeadline or expired
@@ -75,7 +79,7 @@ type vu struct {
 
 func newVU(e *Engine, id int) *vu {
 	v := &vu{
-		e: e, id: id, shard: e.rec.Shard(id), resp: &fasthttp.Response{},
+		e: e, id: id, gid: int(e.opts.Segment.Global(int64(id))), shard: e.rec.Shard(id), resp: &fasthttp.Response{},
 		timeout:     e.p.HTTP.Timeout.D(),
 		vars:        make([][]byte, e.extractSlots),
 		checkCounts: e.checkCounts[id%len(e.checkCounts)],
@@ -85,7 +89,7 @@ func newVU(e *Engine, id int) *vu {
 	v.timer.Stop()
 	for i := range e.reqs {
 		s := &e.reqs[i]
-		c := v.client(s.tls, s.addrs[id%len(s.addrs)], s.host)
+		c := v.client(s.tls, s.addrs[v.gid%len(s.addrs)], s.host)
 		vr := vuReq{spec: s, client: c}
 		if s.wire == nil {
 			vr.req = s.request(e.p.HTTP.KeepAliveOn())
@@ -100,10 +104,10 @@ func newVU(e *Engine, id int) *vu {
 	return v
 }
 
-// rand returns the VU's random source, seeded by VU number and run start.
+// rand returns the VU's random source, seeded by VU number (in the whole run) and run start.
 func (v *vu) rand() *rand.Rand {
 	if v.rng == nil {
-		v.rng = rand.New(rand.NewPCG(uint64(v.id), uint64(v.e.start.UnixNano())))
+		v.rng = rand.New(rand.NewPCG(uint64(v.gid), uint64(v.e.start.UnixNano())))
 	}
 	return v.rng
 }
@@ -253,9 +257,9 @@ func equalFold(a, b string) bool {
 func (v *vu) iteration(due, sent time.Duration) {
 	e := v.e
 	if n := len(e.rows); n > 0 {
-		i := v.id
+		i := v.gid
 		if e.p.Data.Mode == plan.DataPerIteration {
-			i = int(e.rowNext.Add(1) - 1)
+			i = int(e.opts.Segment.Global(e.rowNext.Add(1) - 1))
 		}
 		v.row = e.rows[i%n]
 	}
