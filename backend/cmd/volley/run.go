@@ -258,15 +258,16 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	printFailures(tw, s)
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
+	printTarget(tw, s)
 	if len(s.Sweep) > 0 {
-		fmt.Fprintf(tw, "\ncapacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS\t\n")
+		fmt.Fprintf(tw, "\ncapacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS%s\t\n", serverHead(s))
 		knee := 0
 		for _, r := range s.Sweep {
 			mark := ""
 			if r.Knee {
 				mark, knee = "← knee", r.VUs
 			}
-			fmt.Fprintf(tw, "\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.2f%%\t%.0f%%\t%s\t%s\n", r.VUs, r.RPS, r.P50, r.P90, r.P99, r.ErrorRate*100, r.CPUPercent, mib(r.RSSBytes), mark)
+			fmt.Fprintf(tw, "\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.2f%%\t%.0f%%\t%s%s\t%s\n", r.VUs, r.RPS, r.P50, r.P90, r.P99, r.ErrorRate*100, r.CPUPercent, mib(r.RSSBytes), serverCols(s, r), mark)
 		}
 		if knee > 0 {
 			fmt.Fprintf(tw, "knee\tat %d VUs: more concurrency adds latency, not throughput\n", knee)
@@ -278,6 +279,8 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 			fmt.Fprintf(tw, "limit\tthe load generator (its CPU was saturated there)\n")
 		case "target":
 			fmt.Fprintf(tw, "limit\tthe target (the load generator had capacity to spare)\n")
+		case "none":
+			fmt.Fprintf(tw, "limit\tnone measured: neither the target's CPU nor the generator was saturated\n")
 		}
 		fmt.Fprintln(tw)
 	}

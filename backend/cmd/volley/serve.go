@@ -22,6 +22,8 @@ import (
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/promexp"
+	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 	"github.com/volley-load/volley/backend/internal/target"
@@ -184,8 +186,9 @@ Add an admin first, then start again (everyone then logs in):
 	h := hub.New(guard.CheckOrigin)
 	pol := targetPolicy.policy()
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
-	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol})
-	as := api.New(st, svc, h, frontend.Dist(), log, api.WithGuard(guard))
+	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
+	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
+	as := api.New(st, svc, h, frontend.Dist(), log, api.WithGuard(guard), api.WithMetrics(prom.Handler()))
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
 	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {

@@ -45,6 +45,7 @@ type stackConfig struct {
 	policy    *netpolicy.Policy // the target policy of the server and the runner; nil: the default
 	// handler serves the server; nil: s.Handler().
 	handler func(s *api.Server, st *store.Store) http.Handler
+	opts    []api.Option // more options of api.New
 }
 
 // stack is the real pieces wired as volley serve wires them: a SQLite file, the runner with its
@@ -79,6 +80,7 @@ func newStack(t *testing.T, c stackConfig) *stack {
 		opts = append(opts, api.WithGuard(c.guard))
 		checkOrigin = c.guard.CheckOrigin
 	}
+	opts = append(opts, c.opts...)
 	h := hub.New(checkOrigin)
 	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: c.policy, BufferFor: c.bufferFor})
 	s := api.New(st, svc, h, testUI, log, opts...)

@@ -73,6 +73,7 @@ type Server struct {
 	caps   plan.Caps
 
 	sendSlots chan struct{} // test requests being sent (send.go)
+	metrics   http.Handler  // GET /metrics (prommetrics.go); nil: not served
 }
 
 // Option configures a Server (New).
@@ -180,6 +181,9 @@ func (s *Server) Router() *gin.Engine {
 	sec.GET("", s.wrap(s.listSecrets))
 	sec.PUT("/:name", s.wrap(s.putSecret))
 	sec.DELETE("/:name", s.wrap(s.deleteSecret))
+	if s.metrics != nil {
+		r.GET("/metrics", s.metricsAccess, gin.WrapH(s.metrics)) // prommetrics.go
+	}
 	r.NoRoute(s.spa())
 	return r
 }

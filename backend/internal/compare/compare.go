@@ -120,6 +120,9 @@ type Run struct {
 	exact   []int64 // fine counts merged over the usable seconds; nil until one has a histogram
 	scratch []int64
 	ok      int64 // successful responses over every added second (requests − errors)
+	// the run's server monitor (target.go), chosen at its first second with target values
+	srv         server
+	serverKnown bool
 }
 
 type pendingSecond struct {
@@ -138,6 +141,9 @@ type second struct {
 	rps, cpu, rss, vus float64
 	requests, errors   int64
 	hist               chist
+	// the server's CPU and memory (target.go); ok false: no value this second
+	srvCPU, srvMem     float64
+	srvCPUOK, srvMemOK bool
 }
 
 // NewRun starts a run with no seconds (a summary-only run unless seconds are added).
@@ -164,6 +170,7 @@ func (r *Run) addSecond(s metrics.Sample, fine []fineCount) {
 	r.ok += s.Requests - s.Errors
 	r.pending = &pendingSecond{second: second{rps: s.RPS, cpu: s.Client.CPUPercent, rss: float64(s.Client.RSSBytes),
 		vus: float64(s.ActiveVUs), requests: s.Requests, errors: s.Errors}, bound: s.GeneratorBound, fine: fine}
+	r.serverSecond(&r.pending.second, s) // target.go
 	r.added++
 }
 
@@ -308,8 +315,10 @@ type metricDef struct {
 	has func(second) bool
 	// bootstrap metrics: the percentile (100 = max), index into bootPs
 	pct int
-	// the figure when a run has no usable second
+	// the figure when a run has no usable second (NaN: none)
 	summary func(*metrics.Summary) float64
+	// optional: the row is left out when no run has a figure (the server's, target.go)
+	optional bool
 }
 
 // bootPs are the percentiles the bootstrap computes per resample (ascending; 100 is the max).
@@ -427,7 +436,10 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 		res.Seconds = append(res.Seconds, SecondsInfo{RunID: r.ID, Label: r.Label, Stored: r.added,
 			Usable: len(r.usable), GeneratorBound: r.bound})
 	}
-	for _, d := range defs {
+	for _, d := range append(defs, serverDefs...) {
+		if d.optional && !anyValue(d, prep) {
+			continue // no run had a server monitor (target.go)
+		}
 		m := Metric{Metric: d.name, Unit: d.unit, HigherIsBetter: d.higherBetter, Test: d.test, FollowsLoad: d.followsLoad}
 		if d.notJudged == "" {
 			thr := d.threshold(opt)
@@ -501,9 +513,21 @@ func (d metricDef) valueOf(p *prepared) (float64, bool) {
 		}
 	}
 	if p.r.Summary != nil {
-		return d.summary(p.r.Summary), true
+		if v := d.summary(p.r.Summary); !math.IsNaN(v) { // NaN: the summary has no such figure
+			return v, true
+		}
 	}
 	return 0, false
+}
+
+// anyValue reports whether some run has a figure for the metric.
+func anyValue(d metricDef, prep []prepared) bool {
+	for i := range prep {
+		if _, ok := d.valueOf(&prep[i]); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func latencyAt(l metrics.Latency, k int) float64 {

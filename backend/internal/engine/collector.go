@@ -44,6 +44,8 @@ type collector struct {
 
 	names *nameStats   // per-name figures (byname.go), made on the first sample
 	fails liveFailures // Sample.Failures (failures.go)
+
+	target targetSide // the run's monitors (target.go)
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -67,6 +69,7 @@ func newCollector(e *Engine) *collector {
 		boundCPU: boundFraction * 100 * float64(runtime.GOMAXPROCS(0)),
 	}
 	c.sweep, _ = e.exec.(stepper)
+	c.target = startTarget(e)
 	return c
 }
 
@@ -165,6 +168,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		s.RPS = round(float64(d.Requests)/span, 1)
 	}
 	s.GeneratorBound = ps.CPUPercent >= c.boundCPU || lagP99 > float64(boundLag/time.Millisecond)
+	c.target.attach(&s, now)
 	if c.sweep != nil {
 		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
 	}
@@ -240,6 +244,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		s.Sweep = c.sweepRows()
 		s.SweepLimitedBy = limitedBy(s.Sweep)
 	}
+	c.target.finish(s) // after the sweep rows: their server columns and note
 	s.Thresholds = c.evaluate(t, lat, dur)
 	s.Aborted = c.e.aborted
 	s.Failures = c.e.fails.groups(&c.fails.now)
@@ -266,6 +271,7 @@ func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts,
 	if i < 0 || i >= len(c.levels) {
 		i = len(c.levels) - 1 // the drain after the last step
 	}
+	c.target.addLevel(i, len(c.levels))
 	a := &c.levels[i]
 	if a.hist == nil {
 		a.hist = metrics.NewHist()

@@ -325,6 +325,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	e.hardStop = e.endAt + grace
 
 	col := newCollector(e)
+	defer col.target.set.Stop() // the monitors end with the run, whatever happens (target.go)
 	colDone := make(chan struct{})
 	colStop := make(chan struct{})
 	go func() {

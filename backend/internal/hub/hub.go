@@ -105,6 +105,17 @@ func (h *Hub) Active(runID int64) bool {
 	return ok
 }
 
+// Clients counts the live-stream clients connected now, over every run (volley_live_clients).
+func (h *Hub) Clients() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, t := range h.topics {
+		n += len(t.clients)
+	}
+	return n
+}
+
 // Serve upgrades the request and streams run runID: the history so far, then live messages until
 // the run ends. When the run has no topic, stored() supplies the whole stream (samples and
 // summary of a finished run) and the connection is closed after it.

@@ -50,6 +50,11 @@ type Sample struct {
 	Failures []FailureGroup `json:"failures,omitempty"`
 	// Events are the load changes (live control) made in this second.
 	Events []RunEvent `json:"events,omitempty"`
+	// Target is each monitor series' value in this second, by MonitorSeries.ID; an absent ID is a
+	// gap (the monitor failed or had no value yet).
+	Target map[string]float64 `json:"target,omitempty"`
+	// TargetErrors are the monitor errors that started or changed in this second (Seconds = 1).
+	TargetErrors []MonitorError `json:"target_errors,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -110,7 +115,8 @@ type Summary struct {
 	Sweep             []SweepRow           `json:"sweep,omitempty"`
 	// SweepLimitedBy says what limited a concurrency sweep's throughput at its knee (or at its last
 	// level when there is none): "generator" when the load generator was saturated there, else
-	// "target". Empty for other executors.
+	// "target". Empty for other executors. With a server monitor (ServerCPUPercent) the note comes
+	// from measured columns and may be "none" (see engine's limitedBy for the rule).
 	SweepLimitedBy string        `json:"sweep_limited_by,omitempty"`
 	Checks         []CheckResult `json:"checks"`
 	// Aborted says why the run ended early (a threshold with abort_on_fail); empty otherwise.
@@ -129,6 +135,12 @@ type Summary struct {
 	// Events are the run's load changes (live control), in order; empty when there were none
 	// (absent from runs older than live control).
 	Events []RunEvent `json:"events"`
+	// TargetSeries lists the series the run's monitors produced (none without monitors).
+	TargetSeries []MonitorSeries `json:"target_series,omitempty"`
+	// Target has each series' average and maximum over the seconds it had a value.
+	Target []TargetStat `json:"target,omitempty"`
+	// MonitorErrors are the monitors' errors, each with its first second and how long it lasted.
+	MonitorErrors []MonitorError `json:"monitor_errors,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).
@@ -164,6 +176,20 @@ type SweepRow struct {
 	Knee       bool    `json:"knee"`
 	// GeneratorBoundSeconds counts this level's seconds in which the load generator was saturated.
 	GeneratorBoundSeconds int `json:"generator_bound_seconds"`
+	// ServerCPUPercent is the target's CPU % averaged over the level's seconds: the first process
+	// monitor's process CPU summed over its processes (of one core: 200 = two cores busy) when
+	// there is one, else the first node monitor's host CPU (of all its cores: 0..100). Nil without
+	// such a monitor or without a value in the level.
+	ServerCPUPercent *float64 `json:"server_cpu_percent,omitempty"`
+	// ServerMemoryBytes is the same monitor's RSS (process) or memory used (node), averaged.
+	ServerMemoryBytes *float64 `json:"server_memory_bytes,omitempty"`
+	// ClientCPUUsPerRequest is the generator's CPU time per request in µs:
+	// CPUPercent/100 core-seconds per second ÷ RPS × 10⁶ = CPUPercent × 10⁴ / RPS.
+	ClientCPUUsPerRequest float64 `json:"client_cpu_us_per_request"`
+	// ServerCPUUsPerRequest is the target's CPU time per request in µs, the same formula with the
+	// server's CPU in core units (a node monitor's percent times its core count). Nil when
+	// ServerCPUPercent is.
+	ServerCPUUsPerRequest *float64 `json:"server_cpu_us_per_request,omitempty"`
 }
 
 // ThresholdsOK reports whether every threshold passed (true when there are none).

@@ -58,6 +58,8 @@ type Plan struct {
 	// the run (the server from its secret store, `volley run` from the environment); never
 	// encoded (json:"-"), and printed as "[redacted]".
 	Secrets SecretValues `json:"-"`
+	// Monitors are Prometheus endpoints scraped during the run (monitors.go).
+	Monitors []Monitor `json:"monitors,omitempty"`
 }
 
 // Data is a CSV table whose columns become {{variables}}: the first row names the columns.
@@ -314,6 +316,7 @@ func (p *Plan) Defaults() {
 	if p.Data != nil && p.Data.Mode == "" {
 		p.Data.Mode = DataPerIteration
 	}
+	p.defaultMonitors()
 }
 
 // Validate checks a plan whose defaults are filled and returns a *ValidationError with every problem.
@@ -365,6 +368,7 @@ func (p *Plan) Validate() error {
 	p.validateScenario(v)
 	p.validateSecrets(v)
 	p.Load.validate(v)
+	p.validateMonitors(v)
 	if p.HTTP.Timeout < 0 {
 		v.add("http.timeout", "must be positive")
 	} else if p.HTTP.Timeout > Duration(MaxTimeout) {

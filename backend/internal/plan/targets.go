@@ -52,6 +52,7 @@ func CheckTargets(p *Plan, j TargetJudge) error {
 			}
 		}
 	}
+	checkMonitorTargets(p, j, v)
 	if len(v.Fields) > 0 {
 		return v
 	}

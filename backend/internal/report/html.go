@@ -128,6 +128,7 @@ type page struct {
 	Events              []eventRow
 	Warnings            []string
 	Charts              []chart
+	Target              *targetView // the monitors (target.go); nil without
 	Verdict             *verdict
 	// Outcome is the run's outcome (metrics.OutcomeOf) and OutcomeText it in words, with
 	// OutcomeWhy its reason; "" when unknown (no summary, and a status that does not say).
@@ -255,6 +256,7 @@ func buildPage(r Report, lang string) page {
 			Time: time.UnixMilli(e.T).UTC().Format("15:04:05"), Text: eventText(e, t), By: e.By})
 	}
 	p.Charts = charts(r, events, t)
+	p.Target = targetSection(r, t)
 	return p
 }
 

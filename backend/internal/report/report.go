@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,10 +92,15 @@ func WriteJSON(w io.Writer, r Report) error {
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
 	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
 
-// WriteCSV writes one row per second under CSVHeader.
+// WriteCSV writes one row per second under CSVHeader, then the monitors' columns (target.go).
 func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	ids := targetIDs(samples)
+	header := slices.Clone(CSVHeader)
+	for _, id := range ids {
+		header = append(header, TargetColumnPrefix+id)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -108,6 +114,7 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 			f(s.RPS), strconv.FormatInt(s.Errors, 10), lat[0], lat[1], lat[2], lat[3], lat[4],
 			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
 			strconv.FormatBool(s.GeneratorBound)}
+		row = append(row, targetCells(s, ids)...)
 		if err := cw.Write(row); err != nil {
 			return err
 		}

@@ -162,6 +162,25 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 </table>
 {{end}}
 </section>
+{{with .Target}}
+<section id="target">
+<h2>{{tr "h.target"}}</h2>
+{{range .Errors}}<p class="err">{{tr "target.error" "monitor" .Monitor "message" .Message "seconds" .Seconds}}</p>
+{{end}}{{range .Charts}}
+<figure>
+<figcaption>{{.Title}}{{range .Lines}}<span class="key {{.Key}}"></span>{{.Name}}{{end}}</figcaption>
+{{template "chart" .}}
+</figure>
+{{end}}{{with .Stats}}
+<table>
+<thead><tr><th class="l">{{tr "target.monitor"}}</th><th class="l">{{tr "target.series"}}</th><th>{{tr "target.avg"}}</th><th>{{tr "target.max"}}</th><th>{{tr "target.gaps"}}</th></tr></thead>
+<tbody>
+{{range .}}<tr><td class="l">{{.Monitor}}</td><td class="l">{{.Series}}</td><td>{{.Avg}}</td><td>{{.Max}}</td><td>{{.Gaps}} / {{.Seconds}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}
+</section>
+{{end}}
 {{with .S}}
 <section id="latency">
 <h2>{{tr "h.latency"}}</h2>

@@ -69,6 +69,8 @@ type Config struct {
 	// BufferFor is how long a run goes on while its seconds cannot be stored (StoreSink);
 	// 0: DefaultBufferFor.
 	BufferFor time.Duration
+	// Sinks are more sinks, after the store and the live hub (the /metrics exporter, promexp).
+	Sinks []runner.Sink
 }
 
 // Wire makes the runner as `volley serve` runs it — its sinks the store (StoreSink, which fails a
@@ -80,7 +82,7 @@ func Wire(c Config) (*Service, *runner.Runner) {
 		c.Log = slog.Default()
 	}
 	ss := &StoreSink{W: c.Store, Log: c.Log, BufferFor: c.BufferFor}
-	rn := runner.New(c.Log, ss, &HubSink{Hub: c.Hub, Log: c.Log, Runs: c.Store})
+	rn := runner.New(c.Log, append([]runner.Sink{ss, &HubSink{Hub: c.Hub, Log: c.Log, Runs: c.Store}}, c.Sinks...)...)
 	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	rn.SetTargetPolicy(c.Policy)
 	return New(c.Store, rn, c.Log), rn

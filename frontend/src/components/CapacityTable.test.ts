@@ -17,6 +17,7 @@ const row = (vus: number, rps: number, over: Partial<SweepRow> = {}): SweepRow =
   rss_bytes: 31457280,
   knee: false,
   generator_bound_seconds: 0,
+  client_cpu_us_per_request: 0,
   ...over,
 });
 

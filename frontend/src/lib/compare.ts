@@ -118,6 +118,8 @@ export function fmtMetricValue(unit: string, v: number | null | undefined): stri
     case '% of one core':
     case '%':
       return fmtCores(v);
+    case 'percent': // the server's CPU (a node's is of all its cores)
+      return t('unit.pct', { n: fmtNum(v) });
     default:
       return `${fmtNum(v)} ${unit}`.trim();
   }

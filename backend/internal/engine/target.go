@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"strings"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/monitor"
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+// targetSide is the collector's view of the run's monitors (package monitor): it attaches each
+// second's values to the sample and gathers the sweep levels' server columns.
+type targetSide struct {
+	set    *monitor.Set // nil without monitors
+	server string       // the monitor whose CPU and memory are the sweep's server columns; "" none
+	node   bool         // server is a node monitor (host CPU of all cores) rather than a process one
+	levels []serverAgg  // per sweep level
+	now    serverSecond // this second's server figures (set by attach)
+}
+
+type serverSecond struct {
+	cpu, mem       float64
+	cores          float64 // cores the CPU % is of: a node's core count; 1 for a process monitor
+	hasCPU, hasMem bool
+}
+
+type serverAgg struct {
+	cpu, mem, cores float64
+	nCPU, nMem      int
+}
+
+// startTarget starts the plan's monitors with the run, through the engine's target policy.
+func startTarget(e *Engine) targetSide {
+	t := targetSide{set: monitor.Start(e.p.Monitors, e.policy)}
+	// The server columns: the first process monitor, else the first node monitor.
+	for _, typ := range []string{plan.MonitorProcess, plan.MonitorNode} {
+		for _, m := range t.set.Monitors() {
+			if t.server == "" && m.Type == typ {
+				t.server, t.node = m.Name, typ == plan.MonitorNode
+			}
+		}
+	}
+	return t
+}
+
+// attach puts the monitors' values and new errors into the second's sample.
+func (t *targetSide) attach(s *metrics.Sample, now time.Time) {
+	t.now = serverSecond{}
+	if t.set == nil {
+		return
+	}
+	s.Target, s.TargetErrors = t.set.Read(now)
+	if t.server == "" {
+		return
+	}
+	prefix := t.server + "/"
+	for id, v := range s.Target {
+		rest, ok := strings.CutPrefix(id, prefix)
+		if !ok {
+			continue
+		}
+		switch {
+		case t.node && rest == "cpu_percent":
+			t.now.cpu, t.now.hasCPU = v, true
+		case t.node && strings.HasPrefix(rest, "cpu_percent/"):
+			t.now.cores++
+		case t.node && rest == "memory_used_bytes":
+			t.now.mem, t.now.hasMem = v, true
+		case !t.node && strings.HasPrefix(rest, "cpu_percent/"):
+			t.now.cpu += v
+			t.now.hasCPU = true
+		case !t.node && strings.HasPrefix(rest, "rss_bytes/"):
+			t.now.mem += v
+			t.now.hasMem = true
+		}
+	}
+	if !t.node {
+		t.now.cores = 1
+	}
+}
+
+// addLevel adds this second's server figures to sweep level i of n.
+func (t *targetSide) addLevel(i, n int) {
+	if t.levels == nil {
+		t.levels = make([]serverAgg, n)
+	}
+	a := &t.levels[i]
+	if t.now.hasCPU {
+		a.cpu += t.now.cpu
+		a.cores += max(t.now.cores, 1)
+		a.nCPU++
+	}
+	if t.now.hasMem {
+		a.mem += t.now.mem
+		a.nMem++
+	}
+}
+
+// finish stops the monitors and fills the summary's target fields and the sweep's server columns.
+func (t *targetSide) finish(s *metrics.Summary) {
+	for i := range s.Sweep {
+		if r := &s.Sweep[i]; r.RPS > 0 {
+			r.ClientCPUUsPerRequest = round(r.CPUPercent*1e4/r.RPS, 1) // CPUPercent is of one core
+		}
+	}
+	if t.set == nil {
+		return
+	}
+	t.set.Stop()
+	s.TargetSeries, s.Target, s.MonitorErrors = t.set.Summary()
+	for i := range s.Sweep {
+		if i >= len(t.levels) {
+			break
+		}
+		r, a := &s.Sweep[i], t.levels[i]
+		if a.nCPU > 0 {
+			cpu := round(a.cpu/float64(a.nCPU), 1)
+			r.ServerCPUPercent = &cpu
+			if r.RPS > 0 {
+				// CPU% of `cores` cores → core-seconds per second = cpu/100 × cores; per request in µs.
+				us := round(a.cpu/float64(a.nCPU)*(a.cores/float64(a.nCPU))*1e4/r.RPS, 1)
+				r.ServerCPUUsPerRequest = &us
+			}
+		}
+		if a.nMem > 0 {
+			mem := round(a.mem/float64(a.nMem), 0)
+			r.ServerMemoryBytes = &mem
+		}
+	}
+	if len(s.Sweep) > 0 && t.server != "" {
+		s.SweepLimitedBy = limitedByMeasured(s.Sweep)
+	}
+}
+
+// Target saturation: a level's server CPU at or above serverBusy of the cores its monitor sees (a
+// node monitor's percent is already of all its cores) or of one core (a process monitor: a
+// single-threaded server such as one nginx worker is saturated at 100 % of one core).
+const serverBusy = 90.0
+
+// latencyRise: past the knee, latency "rises with flat TPS" when a later level's p50 is at least
+// this factor of the knee's while its throughput stays within kneeShare of the knee's.
+const latencyRise = 1.2
+
+// limitedByMeasured is limitedBy with the server's columns (SweepRow.ServerCPUPercent), for a
+// sweep with a server monitor. At the knee (or the last level without one):
+//   - "generator" when any of that level's seconds found the generator saturated;
+//   - "target" when the server's CPU there is ≥ 90 % (see serverBusy), or when a later level
+//     shows latency rising (p50 ≥ 1.2 × the knee's) with throughput flat (≥ 95 % of the knee's);
+//   - "none" otherwise: neither side was measured at its limit within the levels tried.
+func limitedByMeasured(rows []metrics.SweepRow) string {
+	at := len(rows) - 1
+	for i, r := range rows {
+		if r.Knee {
+			at = i
+			break
+		}
+	}
+	r := rows[at]
+	if r.GeneratorBoundSeconds > 0 {
+		return metrics.LimitedByGenerator
+	}
+	if r.ServerCPUPercent != nil && *r.ServerCPUPercent >= serverBusy {
+		return metrics.LimitedByTarget
+	}
+	for _, later := range rows[at+1:] {
+		if r.P50 > 0 && later.P50 >= latencyRise*r.P50 && later.RPS >= kneeShare*r.RPS {
+			return metrics.LimitedByTarget
+		}
+	}
+	return metrics.LimitedByNone
+}

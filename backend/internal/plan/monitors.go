@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Monitor is a Prometheus endpoint scraped during the run (package monitor): the target's side
+// of the picture (issue 15). Type picks a preset:
+//   - "node": a node_exporter URL — host CPU % (total and per core), memory used, load1,
+//     network in/out bytes/s (loopback excluded), established TCP connections;
+//   - "process": a `volley monitor` URL — CPU % and RSS of the processes it watches;
+//   - "custom": one metric (Metric) whose series match Labels; counters are shown as rates.
+//
+// Name defaults to "<type>-<index>" (index in the plan's list); Interval to 1s (bounds
+// MinMonitorInterval–MaxMonitorInterval) and Timeout to 800ms (at most the interval).
+type Monitor struct {
+	Name     string            `json:"name,omitempty"`
+	Type     string            `json:"type"`
+	URL      string            `json:"url"`
+	Interval Duration          `json:"interval,omitempty"`
+	Timeout  Duration          `json:"timeout,omitempty"`
+	Metric   string            `json:"metric,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// Monitor types, defaults and bounds.
+const (
+	MonitorNode    = "node"
+	MonitorProcess = "process"
+	MonitorCustom  = "custom"
+
+	DefaultMonitorInterval = time.Second
+	DefaultMonitorTimeout  = 800 * time.Millisecond
+	MinMonitorInterval     = 500 * time.Millisecond
+	MaxMonitorInterval     = time.Minute
+	MinMonitorTimeout      = 10 * time.Millisecond
+	MaxMonitors            = 8
+)
+
+// MonitorTypes lists the monitor types.
+var MonitorTypes = []string{MonitorNode, MonitorProcess, MonitorCustom}
+
+var (
+	monitorName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	metricName  = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]{0,199}$`)
+	labelName   = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]{0,99}$`)
+)
+
+// defaultMonitors fills each monitor's name, interval and timeout (Defaults calls it).
+func (p *Plan) defaultMonitors() {
+	for i := range p.Monitors {
+		m := &p.Monitors[i]
+		if m.Name == "" {
+			m.Name = m.Type + "-" + strconv.Itoa(i)
+		}
+		if m.Interval == 0 {
+			m.Interval = Duration(DefaultMonitorInterval)
+		}
+		if m.Timeout == 0 {
+			m.Timeout = Duration(min(DefaultMonitorTimeout, m.Interval.D()))
+		}
+	}
+}
+
+// validateMonitors names every problem of the plan's monitors by field path ("monitors[0].url").
+func (p *Plan) validateMonitors(v *ValidationError) {
+	if len(p.Monitors) > MaxMonitors {
+		v.add("monitors", fmt.Sprintf("at most %d monitors", MaxMonitors))
+	}
+	seen := map[string]bool{}
+	for i, m := range p.Monitors {
+		f := "monitors[" + strconv.Itoa(i) + "]."
+		if !slices.Contains(MonitorTypes, m.Type) {
+			v.add(f+"type", fmt.Sprintf("%q is not one of %s", m.Type, oneOf(MonitorTypes)))
+		}
+		if !monitorName.MatchString(m.Name) {
+			v.add(f+"name", "must be 1–64 letters, digits, '_', '.' or '-'")
+		} else if seen[m.Name] {
+			v.add(f+"name", fmt.Sprintf("%q names another monitor too", m.Name))
+		}
+		seen[m.Name] = true
+		if msg := checkMonitorURL(m.URL); msg != "" {
+			v.add(f+"url", msg)
+		}
+		if m.Interval.D() < MinMonitorInterval || m.Interval.D() > MaxMonitorInterval {
+			v.add(f+"interval", fmt.Sprintf("must be %v–%v (default 1s)", MinMonitorInterval, MaxMonitorInterval))
+		}
+		if m.Timeout.D() < MinMonitorTimeout || m.Timeout > m.Interval {
+			v.add(f+"timeout", fmt.Sprintf("must be %v up to the interval (default 800ms)", MinMonitorTimeout))
+		}
+		if m.Type == MonitorCustom {
+			if !metricName.MatchString(m.Metric) {
+				v.add(f+"metric", "a custom monitor needs a Prometheus metric name (e.g. nginx_connections_active)")
+			}
+			for k, val := range m.Labels {
+				if !labelName.MatchString(k) || len(val) > 200 {
+					v.add(f+"labels", fmt.Sprintf("%q is not a label name with a value of at most 200 bytes", k))
+				}
+			}
+		} else if m.Metric != "" || len(m.Labels) > 0 {
+			v.add(f+"metric", "metric and labels are for custom monitors only")
+		}
+	}
+}
+
+// checkMonitorURL accepts an absolute http(s) URL with a host and no credentials.
+func checkMonitorURL(raw string) string {
+	if raw == "" {
+		return "is required"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "must be an http:// or https:// URL such as http://127.0.0.1:9100/metrics"
+	}
+	if u.User != nil {
+		return "must not hold credentials"
+	}
+	if strings.Contains(raw, "{{") {
+		return "must not hold {{variables}}"
+	}
+	return ""
+}
+
+// checkMonitorTargets judges each monitor URL's host by the server's target policy
+// (CheckTargets calls it).
+func checkMonitorTargets(p *Plan, j TargetJudge, v *ValidationError) {
+	for i, m := range p.Monitors {
+		if u, err := url.Parse(m.URL); err == nil && u.Host != "" {
+			if err := j.CheckHost(u.Host); err != nil {
+				v.add("monitors["+strconv.Itoa(i)+"].url", err.Error())
+			}
+		}
+	}
+}
