@@ -109,3 +109,7 @@ func hasSuffix(f string, suffixes []string) bool {
 }
 
 func TestGoldenJMX(t *testing.T) { goldenFormat(t, "jmx", "jmx", ".jmx") }
+
+func TestGoldenOpenAPI(t *testing.T) {
+	goldenFormat(t, "openapi", "openapi", ".json", ".yaml", ".yml")
+}
