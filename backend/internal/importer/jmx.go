@@ -1045,6 +1045,13 @@ var jmxRandom = regexp.MustCompile(`^__Random\(\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,[^
 // their values, ${__P(name,default)} with the default and a few functions with Volley built-ins;
 // anything else is kept as written and reported in bad. plain (for numbers) reports nothing.
 func (j *jmxImp) convert(s string, plain bool) (string, []string) {
+	return j.convertIn(s, plain, 0)
+}
+
+// convertIn is convert inside nest User Defined Variable values: a value's own references are
+// converted one level deep (JMeter's own rule for values defined in one Arguments element is no
+// deeper), so a variable that names itself ends.
+func (j *jmxImp) convertIn(s string, plain bool, nest int) (string, []string) {
 	var b strings.Builder
 	var bad []string
 	for depth := 0; ; depth++ {
@@ -1064,9 +1071,10 @@ func (j *jmxImp) convert(s string, plain bool) (string, []string) {
 		switch fn, args, isFn := jmxFunc(name); {
 		case j.vars[name]:
 			b.WriteString("{{" + name + "}}")
-		case !isFn && j.hasUDV(name):
-			v, _ := j.convert(j.udv[name], plain) // one level of references inside a value
+		case !isFn && j.hasUDV(name) && nest < 2:
+			v, more := j.convertIn(j.udv[name], plain, nest+1)
 			b.WriteString(v)
+			bad = append(bad, more...)
 		case fn == "__P" || fn == "__property":
 			dflt := ""
 			if fn == "__P" && len(args) > 1 {

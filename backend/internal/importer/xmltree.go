@@ -12,7 +12,7 @@ import (
 // any tree of their size is built. JMeter's own files nest about 15 deep.
 const (
 	xmlMaxDepth    = 64
-	xmlMaxElements = 500_000
+	xmlMaxElements = 200_000
 )
 
 // xnode is one XML element: its tag, attributes, the text directly inside it and its child elements.
