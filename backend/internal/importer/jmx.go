@@ -35,7 +35,7 @@ const jmxForeverDuration = "10m"
 
 // jmxSpec is what the scoped elements above a sampler contribute to it.
 type jmxSpec struct {
-	defaults []*xnode   // HTTP Request Defaults, outermost first
+	defaults []*xnode    // HTTP Request Defaults, outermost first
 	headers  [][2]string // name, value; later (inner) wins
 	checks   []*xnode
 	extracts []*xnode
