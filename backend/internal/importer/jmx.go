@@ -689,6 +689,11 @@ func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 	if jmxBool(el, "HTTPSampler.DO_MULTIPART_POST") || len(jmxItems(jmxProp(el, "HTTPsampler.Files"), "HTTPFileArgs.files")) > 0 {
 		j.n.add(label, "file uploads (multipart/form-data) are not imported: the body holds the form fields only")
 	}
+	for _, t := range []string{"HTTPSampler.connect_timeout", "HTTPSampler.response_timeout"} {
+		if v := strings.TrimSpace(jmxStr(el, t)); v != "" {
+			j.n.add(label, fmt.Sprintf("%s %sms is not imported: Volley's http.timeout and http.connect_timeout apply to the whole plan", strings.TrimPrefix(t, "HTTPSampler."), v))
+		}
+	}
 	if jmxBool(el, "HTTPSampler.image_parser") {
 		j.n.add(label, "embedded resources (images, scripts, CSS) are not downloaded by Volley")
 	}
