@@ -51,11 +51,11 @@ func (n *notes) add(element, reason string) {
 	n.list = append(n.list, s)
 }
 
-// result wraps a built plan and its notes.
-func (n *notes) result(p map[string]any) Result {
+// result wraps a plan built from the named format and its notes.
+func (n *notes) result(format string, p map[string]any) Result {
 	l := n.list
 	if l == nil {
 		l = []Skipped{}
 	}
-	return Result{Plan: p, Skipped: l}
+	return Result{Plan: p, Skipped: l, Format: format}
 }

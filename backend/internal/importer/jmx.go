@@ -114,7 +114,7 @@ func importJMX(data []byte, _ Options) (Result, error) {
 	if len(httpOpts) > 0 {
 		p["http"] = httpOpts
 	}
-	return j.n.result(p), nil
+	return j.n.result("jmx", p), nil
 }
 
 // planHasHTTPField reports whether this build's plan.HTTP has a field of that JSON name (fields

@@ -41,7 +41,9 @@ const (
 	oasPlaceholderBase = "https://api.example.invalid"
 )
 
-var oasHead = regexp.MustCompile(`(?m)^\s*["']?openapi["']?\s*:\s*["']?3\.`)
+// oasHead finds "openapi: 3.x" at the start of a line (YAML, pretty JSON) or after "{" or ","
+// (minified JSON).
+var oasHead = regexp.MustCompile(`(?m)(?:^|[{,])\s*["']?openapi["']?\s*:\s*["']?3\.`)
 
 func detectOpenAPI(data []byte) bool {
 	return oasHead.Match(data[:min(len(data), 4096)])
@@ -69,7 +71,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	if err != nil {
 		return bad(err.Error())
 	}
-	ver, _ := doc["openapi"].(string)
+	ver := oasString(doc["openapi"]) // YAML reads an unquoted 3.1 as a number
 	if !strings.HasPrefix(ver, "3.0") && !strings.HasPrefix(ver, "3.1") {
 		if _, ok := doc["swagger"]; ok {
 			return bad("Swagger 2.0 is not read: convert it to OpenAPI 3 first")
@@ -123,7 +125,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 		"requests": reqs,
 		"load":     map[string]any{"executor": plan.ConstantVUs, "vus": 1, "duration": "1m"},
 	}
-	return o.n.result(p), nil
+	return o.n.result("openapi", p), nil
 }
 
 func (o *oasImp) why() string {
@@ -362,7 +364,11 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 		req["headers"] = headers
 	}
 	if sec := o.security(op); sec != "" {
-		o.n.add(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
+		if _, own := op["security"]; own {
+			o.n.add(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
+		} else {
+			o.n.add("security", "the operations need credentials ("+sec+") unless they say otherwise: add them, e.g. a header whose value is {{secret.NAME}}")
+		}
 	}
 	return req
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 )
 
 // Bounds of the XML reader (jmx): deeper or larger documents are refused while streaming, before
@@ -39,6 +41,7 @@ func (n *xnode) get(name string) string {
 func parseXMLTree(data []byte) (*xnode, error) {
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
+	d.CharsetReader = xmlCharset
 	var stack []*xnode
 	var root *xnode
 	count := 0
@@ -86,6 +89,26 @@ func parseXMLTree(data []byte) (*xnode, error) {
 		return nil, fmt.Errorf("no XML element")
 	}
 	return root, nil
+}
+
+// xmlCharset reads the encodings a hand-edited .jmx may declare besides UTF-8 (which JMeter
+// writes): US-ASCII and ISO-8859-1 (Latin-1, whose bytes are the first 256 code points).
+func xmlCharset(label string, r io.Reader) (io.Reader, error) {
+	switch strings.ToLower(label) {
+	case "us-ascii", "ascii", "utf8":
+		return r, nil
+	case "iso-8859-1", "iso8859-1", "latin1", "latin-1":
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(b)+len(b)/8)
+		for _, c := range b {
+			out = utf8.AppendRune(out, rune(c))
+		}
+		return bytes.NewReader(out), nil
+	}
+	return nil, fmt.Errorf("encoding %q is not read (save the file as UTF-8)", label)
 }
 
 func lineOf(d *xml.Decoder) int {
