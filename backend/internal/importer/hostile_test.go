@@ -85,6 +85,7 @@ func TestImportRefusesInputOverMaxInput(t *testing.T) {
 func TestOpenAPIRefusesLargeAndDeepDocuments(t *testing.T) {
 	big := append([]byte("openapi: 3.0.0\nx: \""), bytes.Repeat([]byte("a"), 50<<20)...)
 	refused(t, "openapi", big, "at most 16777216", 1<<20)
+	refused(t, "openapi", big[:9<<20], "at most 8388608", 1<<20) // YAML has the lower bound
 	deepJSON := []byte(`{"openapi":"3.0.0","x":` + strings.Repeat(`{"a":`, 10_000) + `1` + strings.Repeat(`}`, 10_000) + `}`)
 	refused(t, "openapi", deepJSON, "nests more than 128", 1<<20)
 	deepFlow := []byte("openapi: 3.0.0\nx: " + strings.Repeat("[", 10_000) + strings.Repeat("]", 10_000) + "\n")

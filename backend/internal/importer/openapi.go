@@ -1,6 +1,6 @@
 package importer
 
-// OpenAPI 3.0/3.1 import. The document (JSON, or YAML read with github.com/goccy/go-yaml) is
+// OpenAPI 3.0/3.1 import. The document (JSON, or YAML read with go.yaml.in/yaml/v3) is
 // decoded into plain maps and walked here: one request per operation, parameters and bodies
 // filled from the document's examples, defaults and enums, bodies generated from their schema
 // when no example is given. An own walk rather than an OpenAPI library: it reads 3.0 and 3.1
@@ -20,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/volley-load/volley/backend/internal/plan"
 )
@@ -31,6 +31,9 @@ const (
 	// oasMaxInput bounds an OpenAPI document: decoding holds the whole tree in memory, several
 	// times the text's size (the largest public API descriptions are about 10 MiB of JSON).
 	oasMaxInput = 16 << 20
+	// oasMaxYAML is the bound for YAML, whose node tree costs more: decoding 16 MiB of YAML
+	// allocates about 0.8 GiB in all, 8 MiB half that.
+	oasMaxYAML = 8 << 20
 	// oasMaxNesting bounds how deep the document's text nests, checked before it is decoded.
 	oasMaxNesting = 128
 	// oasMaxDepth bounds a generated body's nesting, and oasMaxVisits the schema nodes one import
@@ -67,6 +70,9 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	if at := nestingOver(data, oasMaxNesting); at >= 0 {
 		return bad(fmt.Sprintf("the document nests more than %d deep (at byte %d)", oasMaxNesting, at))
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n\ufeff"); len(data) > oasMaxYAML && (len(t) == 0 || t[0] != '{') {
+		return bad(fmt.Sprintf("the YAML document is %d bytes; at most %d (8 MiB; JSON may have 16 MiB)", len(data), oasMaxYAML))
+	}
 	doc, err := oasDecode(data)
 	if err != nil {
 		return bad(err.Error())
@@ -90,6 +96,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	}
 	sort.Strings(keys)
 	var reqs []map[string]any
+	ops := 0
 	for _, path := range keys {
 		item, _ := o.deref(paths[path]).(map[string]any)
 		if item == nil {
@@ -102,6 +109,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 				continue
 			}
 			label := strings.ToUpper(m) + " " + path
+			ops++
 			if len(reqs) >= plan.MaxRequests {
 				o.n.add(label, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
 				continue
@@ -112,7 +120,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 		}
 	}
 	if len(reqs) == 0 {
-		return bad("no operation could be imported" + o.why())
+		return bad(o.why(ops))
 	}
 	info, _ := doc["info"].(map[string]any)
 	title, _ := info["title"].(string)
@@ -128,11 +136,17 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	return o.n.result("openapi", p), nil
 }
 
-func (o *oasImp) why() string {
-	if len(o.n.list) == 0 {
-		return ""
+// why explains an import without requests: no operation, or why the first one was skipped.
+func (o *oasImp) why(ops int) string {
+	if ops == 0 {
+		return "no operation under paths"
 	}
-	return ": " + o.n.list[0].Element + ": " + o.n.list[0].Reason
+	for _, n := range o.n.list {
+		if strings.Contains(n.Element, " /") {
+			return fmt.Sprintf("none of its %d operation(s) could be imported; %s: %s", ops, n.Element, n.Reason)
+		}
+	}
+	return fmt.Sprintf("none of its %d operation(s) could be imported", ops)
 }
 
 // oasDecode reads a JSON or YAML document into maps, slices and scalars.
@@ -145,14 +159,102 @@ func oasDecode(data []byte) (map[string]any, error) {
 		if err := dec.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("not valid JSON: %v", err)
 		}
-	} else if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("not valid YAML: %s", firstLine(err.Error()))
+	} else {
+		var node yaml.Node
+		if err := yaml.Unmarshal(data, &node); err != nil {
+			return nil, fmt.Errorf("not valid YAML: %s", firstLine(err.Error()))
+		}
+		conv := yamlConv{memo: map[*yaml.Node]any{}}
+		doc = conv.value(&node, 0)
+		if conv.err != nil {
+			return nil, conv.err
+		}
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return nil, errors.New("the document is not an object")
 	}
 	return m, nil
+}
+
+// yamlConv turns a YAML node tree into maps, slices and scalars. It replaces yaml.v3's own
+// decoding into interface{}, whose duplicate-key check is quadratic in a mapping's size (a 15 MiB
+// document took minutes); here a later key simply wins. An alias gives the value its anchor was
+// converted to, shared (never copied), so an alias bomb costs nothing until something walks it,
+// and every walk of the result is bounded (oasMaxVisits).
+type yamlConv struct {
+	memo map[*yaml.Node]any
+	err  error
+}
+
+func (c *yamlConv) value(n *yaml.Node, depth int) any {
+	if c.err != nil || n == nil {
+		return nil
+	}
+	if depth > oasMaxNesting {
+		c.err = fmt.Errorf("the document nests more than %d deep (line %d)", oasMaxNesting, n.Line)
+		return nil
+	}
+	if v, ok := c.memo[n]; ok {
+		return v
+	}
+	var v any
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) > 0 {
+			v = c.value(n.Content[0], depth)
+		}
+	case yaml.AliasNode:
+		v = c.value(n.Alias, depth+1)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.AliasNode && k.Alias != nil {
+				k = k.Alias
+			}
+			m[k.Value] = c.value(n.Content[i+1], depth+1)
+		}
+		v = m
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			l[i] = c.value(e, depth+1)
+		}
+		v = l
+	case yaml.ScalarNode:
+		v = yamlScalar(n)
+	}
+	c.memo[n] = v
+	return v
+}
+
+// yamlScalar is a scalar's value by its resolved tag: strings and timestamps as text, numbers,
+// booleans, null.
+func yamlScalar(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!int":
+		if i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); err == nil {
+			return i
+		}
+		var f float64
+		if n.Decode(&f) == nil {
+			return f
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return f
+		}
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!null":
+		return nil
+	}
+	return n.Value
 }
 
 func firstLine(s string) string {
