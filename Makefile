@@ -86,6 +86,7 @@ FUZZ_TARGETS := \
 	./backend/internal/plan:FuzzDataColumns ./backend/internal/engine:FuzzTemplateRender \
 	./backend/internal/engine:FuzzEngineNew ./backend/internal/api:FuzzAPI \
 	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
+FUZZ_TARGETS += ./backend/internal/importer:FuzzImportJMX ./backend/internal/importer:FuzzImportOpenAPI
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
 	@for t in $(FUZZ_TARGETS); do \
