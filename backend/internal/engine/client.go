@@ -45,6 +45,8 @@ type httpConn struct {
 	// head, set for a test request only (SendOne), keeps the first sendHeadBytes bytes read: the
 	// response's head, shown even when it cannot be parsed as a run would (keepHead).
 	head *[]byte
+
+	h2 *h2Conn // the HTTP/2 side, for plans with http.version "2" or "h2c" (h2.go); else nil
 }
 
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and
@@ -281,5 +283,8 @@ func (h *httpConn) close() {
 	if h.conn != nil {
 		_ = h.conn.Close()
 		h.conn = nil
+	}
+	if h.h2 != nil {
+		h.h2.close()
 	}
 }

@@ -50,6 +50,9 @@ type Sample struct {
 	Failures []FailureGroup `json:"failures,omitempty"`
 	// Events are the load changes (live control) made in this second.
 	Events []RunEvent `json:"events,omitempty"`
+	// Protocols counts this second's responses by the protocol they came over ("http/1.1", "h2");
+	// present only for plans with http.version "2" or "h2c" (Counts.ProtocolMap).
+	Protocols map[string]int64 `json:"protocols,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -129,6 +132,10 @@ type Summary struct {
 	// Events are the run's load changes (live control), in order; empty when there were none
 	// (absent from runs older than live control).
 	Events []RunEvent `json:"events"`
+	// Protocols counts the run's responses by the protocol they came over ("http/1.1", "h2"; a
+	// redirect chain counts its last answer); present only for plans with http.version "2" or
+	// "h2c" (Counts.ProtocolMap).
+	Protocols map[string]int64 `json:"protocols,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).
