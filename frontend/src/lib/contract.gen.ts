@@ -227,6 +227,7 @@ export type Sample = {
   by_name?: Record<string, NameSample>;
   failures?: FailureGroup[];
   events?: RunEvent[];
+  protocols?: Record<string, number>;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -262,6 +263,7 @@ export type Summary = {
   failures: FailureGroup[] | null;
   timing: Timing;
   events: RunEvent[] | null;
+  protocols?: Record<string, number>;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -378,6 +380,9 @@ export type PlanHTTP = {
   insecure_skip_verify: boolean;
   max_body?: number;
   hosts?: Record<string, string>;
+  version?: string;
+  h2_fallback?: boolean;
+  h2_connections?: number;
 };
 
 /** The JSON of Go's plan.Threshold. */

@@ -521,6 +521,8 @@ export const en = {
   'summary.noErrors': 'No errors.',
   'summary.statusCodes': 'Status codes',
   'summary.noResponses': 'No responses.',
+  'summary.protocols': 'Protocols (responses)',
+  'summary.col.protocol': 'protocol',
   'summary.col.request': 'request',
   'summary.col.requests': 'requests',
   'summary.col.errors': 'errors',

@@ -512,6 +512,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'summary.noErrors': '没有错误。',
   'summary.statusCodes': '状态码',
   'summary.noResponses': '没有响应。',
+  'summary.protocols': '协议（响应数）',
+  'summary.col.protocol': '协议',
   'summary.col.request': '请求',
   'summary.col.requests': '请求数',
   'summary.col.errors': '错误数',
