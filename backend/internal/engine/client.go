@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -249,22 +250,14 @@ func looksLikeHTTP(br *bufio.Reader) bool {
 // connection's reads and writes (deadline.go) as it did when the first write ran it.
 func (h *httpConn) connect() error {
 	v := h.vu
-	t0 := v.e.now()
-	c, err := v.dial(h.addr)
-	t1 := v.e.now()
-	v.tm.connect += t1 - t0
+	c, t1, err := v.dialTimed(h.addr)
 	if err != nil {
 		return err
 	}
-	v.tm.fresh = true
 	h.cc, _ = c.(*countingConn)
 	if h.tls != nil {
-		tc := tls.Client(c, h.tls)
-		err := tc.Handshake()
-		v.tm.tls += v.e.now() - t1
-		v.tm.handshook = true
+		tc, err := v.handshake(context.Background(), c, h.tls, t1)
 		if err != nil {
-			_ = tc.Close()
 			return err
 		}
 		c = tc

@@ -3,7 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -233,12 +232,8 @@ func (c *h2Conn) sharedConn(ctx context.Context) (*http2.ClientConn, error) {
 	v.e.rec.ConnOpened()
 	var conn net.Conn = &sharedConn{Conn: nc, shard: v.shard, rec: v.e.rec}
 	if h.tls != nil {
-		tc := tls.Client(conn, h.tls)
-		err := tc.HandshakeContext(ctx)
-		v.tm.tls += v.e.now() - t1
-		v.tm.handshook = true
+		tc, err := v.handshake(ctx, conn, h.tls, t1)
 		if err != nil {
-			_ = tc.Close()
 			return nil, err
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
@@ -266,14 +261,10 @@ func (c *h2Conn) sharedConn(ctx context.Context) (*http2.ClientConn, error) {
 func (c *h2Conn) connect() error {
 	h := c.h
 	v := h.vu
-	t0 := v.e.now()
-	nc, err := v.dial(h.addr)
-	t1 := v.e.now()
-	v.tm.connect += t1 - t0
+	nc, t1, err := v.dialTimed(h.addr)
 	if err != nil {
 		return err
 	}
-	v.tm.fresh = true
 	if cc, ok := nc.(*countingConn); ok {
 		// x/net reads on a goroutine of its own while the VU writes: plain net.Conn I/O, which
 		// allows that (rawIO keeps one call's state)
@@ -281,12 +272,8 @@ func (c *h2Conn) connect() error {
 	}
 	conn := nc
 	if h.tls != nil {
-		tc := tls.Client(nc, h.tls)
-		err := tc.Handshake()
-		v.tm.tls += v.e.now() - t1
-		v.tm.handshook = true
+		tc, err := v.handshake(context.Background(), nc, h.tls, t1)
 		if err != nil {
-			_ = tc.Close()
 			return err
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
