@@ -178,8 +178,8 @@ func (c *h2Conn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 		}
 	}
 	n, err := c.roundTrip(c.cc, context.Background(), req, resp)
-	if err != nil && !isStreamError(err) {
-		c.close()
+	if err != nil && !isStreamError(err) || req.closes() {
+		c.close() // a broken connection, or http.keep_alive false: one connection per request
 	}
 	return n, err
 }

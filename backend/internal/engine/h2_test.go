@@ -219,6 +219,22 @@ func TestH2StreamResetIsH2Error(t *testing.T) {
 	}
 }
 
+// keep_alive false on HTTP/2: a connection per request, as on HTTP/1.1 (the Connection header
+// itself is not sent: HTTP/2 has none).
+func TestH2WithoutKeepAlive(t *testing.T) {
+	tg := newH2Target(t, false, false, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Connection") != "" {
+			w.WriteHeader(400)
+		}
+	})
+	const n = 5
+	_, sum, _ := runEngine(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"http://%s/"}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":%d},"http":{"timeout":"5s","keep_alive":false,"version":"h2c"}}`, tg.addr, n))
+	if sum.Requests != n || sum.Errors != 0 || tg.requests.Load() != n || tg.conns.Load() != n || sum.Protocols[metrics.ProtoH2] != n {
+		t.Errorf("volley %d (kinds %v), server %d over %d connections, protocols %v", sum.Requests, sum.ErrorKinds, tg.requests.Load(), tg.conns.Load(), sum.Protocols)
+	}
+}
+
 // A body over http.max_body that a check reads is body_too_large on HTTP/2 as on HTTP/1.1; a
 // request without answer in time is a timeout.
 func TestH2BodyTooLargeAndTimeout(t *testing.T) {
