@@ -141,28 +141,39 @@ func TestH2CScenarioCountsChecksExtraction(t *testing.T) {
 	}
 }
 
-// HTTP/2 over TLS: ALPN settles on h2, one connection per VU, one handshake each.
+// HTTP/2 over TLS: ALPN settles on h2; one connection (and handshake) per VU, or h2_connections
+// shared ones.
 func TestH2OverTLS(t *testing.T) {
 	tg := newH2Target(t, true, false, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
-	const vus, iters = 3, 7
-	e, sum, _ := runEngine(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/",
-		"checks":[{"type":"body","op":"contains","value":"ok"}]}],
-		"load":{"executor":"per-vu-iterations","vus":%d,"iterations":%d},
-		"http":{"timeout":"5s","version":"2","insecure_skip_verify":true,"hosts":{"secure.example.test":%q}}}`, vus, iters, tg.addr))
-	want := int64(vus * iters)
-	if sum.Requests != want || sum.Errors != 0 || tg.requests.Load() != want || tg.notH2.Load() != 0 {
-		t.Fatalf("volley %d (kinds %v), server %d (not h2 %d)", sum.Requests, sum.ErrorKinds, tg.requests.Load(), tg.notH2.Load())
-	}
-	if sum.Protocols[metrics.ProtoH2] != want || tg.conns.Load() != vus {
-		t.Errorf("protocols %v, connections %d", sum.Protocols, tg.conns.Load())
-	}
-	var pc metrics.PhaseCounts
-	e.rec.ReadPhases(&pc)
-	if n := phaseCount(&pc, metrics.PhaseTLS); n != vus {
-		t.Errorf("handshakes %d, want %d", n, vus)
-	}
-	if n := phaseCount(&pc, metrics.PhaseWait); n != want || sum.Timing.Wait.Max <= 0 {
-		t.Errorf("waits %d, want %d: %+v", n, want, sum.Timing.Wait)
+	for _, shared := range []int{0, 2} {
+		t.Run(fmt.Sprintf("h2_connections=%d", shared), func(t *testing.T) {
+			tg.requests.Store(0)
+			tg.conns.Store(0)
+			const vus, iters = 3, 7
+			e, sum, _ := runEngine(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/",
+				"checks":[{"type":"body","op":"contains","value":"ok"}]}],
+				"load":{"executor":"per-vu-iterations","vus":%d,"iterations":%d},
+				"http":{"timeout":"5s","version":"2","h2_connections":%d,"insecure_skip_verify":true,"hosts":{"secure.example.test":%q}}}`, vus, iters, shared, tg.addr))
+			want := int64(vus * iters)
+			if sum.Requests != want || sum.Errors != 0 || tg.requests.Load() != want || tg.notH2.Load() != 0 {
+				t.Fatalf("volley %d (kinds %v), server %d (not h2 %d)", sum.Requests, sum.ErrorKinds, tg.requests.Load(), tg.notH2.Load())
+			}
+			conns := int64(vus)
+			if shared > 0 {
+				conns = int64(shared)
+			}
+			if sum.Protocols[metrics.ProtoH2] != want || tg.conns.Load() != conns {
+				t.Errorf("protocols %v, connections %d, want %d", sum.Protocols, tg.conns.Load(), conns)
+			}
+			var pc metrics.PhaseCounts
+			e.rec.ReadPhases(&pc)
+			if n := phaseCount(&pc, metrics.PhaseTLS); n != conns {
+				t.Errorf("handshakes %d, want %d", n, conns)
+			}
+			if n := phaseCount(&pc, metrics.PhaseWait); n != want || sum.Timing.Wait.Max <= 0 {
+				t.Errorf("waits %d, want %d: %+v", n, want, sum.Timing.Wait)
+			}
+		})
 	}
 }
 
@@ -171,14 +182,18 @@ func TestH2OverTLS(t *testing.T) {
 // is answered and the summary says http/1.1.
 func TestH2RefusedOrFallback(t *testing.T) {
 	tg := newH2Target(t, true, true, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
-	for _, fallback := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+	for _, c := range []struct {
+		fallback bool
+		shared   int
+	}{{false, 0}, {true, 0}, {false, 2}, {true, 2}} {
+		fallback := c.fallback
+		t.Run(fmt.Sprintf("fallback=%v/h2_connections=%d", fallback, c.shared), func(t *testing.T) {
 			tg.requests.Store(0)
 			tg.notH2.Store(0)
 			const n = 6
 			_, sum, _ := runEngine(t, fmt.Sprintf(`{"name":"t","requests":[{"url":"https://secure.example.test/"}],
 				"load":{"executor":"per-vu-iterations","vus":1,"iterations":%d},
-				"http":{"timeout":"5s","version":"2","h2_fallback":%v,"insecure_skip_verify":true,"hosts":{"secure.example.test":%q}}}`, n, fallback, tg.addr))
+				"http":{"timeout":"5s","version":"2","h2_fallback":%v,"h2_connections":%d,"insecure_skip_verify":true,"hosts":{"secure.example.test":%q}}}`, n, fallback, c.shared, tg.addr))
 			if sum.Requests != n {
 				t.Fatalf("requests %d", sum.Requests)
 			}
