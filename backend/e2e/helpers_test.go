@@ -302,7 +302,9 @@ var indexHTML = func() string {
 	return head + filler[:600-len(head)-len(foot)] + foot
 }()
 
-func startNginx(t *testing.T) *nginx {
+// startNginx starts it; each of extra returns more server blocks for the config, given the temp
+// dir and the web root (h2_test.go adds a TLS + HTTP/2 one).
+func startNginx(t *testing.T, extra ...func(dir, www string) string) *nginx {
 	t.Helper()
 	requireTool(t, nginxPath)
 	dir := t.TempDir()
@@ -340,8 +342,8 @@ http {
         index index.html;
         location / { }
     }
-}
-`, dir, accessLog, tmp, port, www)
+%[6]s}
+`, dir, accessLog, tmp, port, www, moreServers(dir, www, extra))
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -357,6 +359,14 @@ http {
 		}
 	})
 	return n
+}
+
+func moreServers(dir, www string, extra []func(dir, www string) string) string {
+	var b strings.Builder
+	for _, f := range extra {
+		b.WriteString(f(dir, www))
+	}
+	return b.String()
 }
 
 // loggedRequests counts the lines of the access log once it has stopped growing.

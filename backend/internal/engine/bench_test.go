@@ -35,9 +35,12 @@ func benchServe(b *testing.B, h fasthttp.RequestHandler) string {
 // benchRun runs b.N requests to url (vus VUs, b.N/vus iterations each) through the whole engine
 // and reports heap allocations, bytes and the process's CPU time (the engine's and an in-process
 // target's) per request.
-func benchRun(b *testing.B, url string, vus int) *metrics.Summary {
+func benchRun(b *testing.B, url string, vus int, http ...plan.HTTP) *metrics.Summary {
 	p := &plan.Plan{Name: "bench", Requests: []plan.Request{{URL: url}},
 		Load: plan.Load{Executor: plan.PerVUIterations, VUs: vus, Iterations: max(b.N/vus, 1)}}
+	if len(http) > 0 {
+		p.HTTP = http[0]
+	}
 	p.Defaults()
 	e, err := newEngine(p, Options{})
 	if err != nil {

@@ -77,6 +77,9 @@ func classify(err error) metrics.ErrorKind {
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return metrics.Read
 	}
+	if k := classifyH2(err); k != metrics.KindNone {
+		return k
+	}
 	var op *net.OpError
 	if errors.As(err, &op) {
 		switch op.Op {

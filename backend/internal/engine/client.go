@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -45,6 +46,8 @@ type httpConn struct {
 	// head, set for a test request only (SendOne), keeps the first sendHeadBytes bytes read: the
 	// response's head, shown even when it cannot be parsed as a run would (keepHead).
 	head *[]byte
+
+	h2 *h2Conn // the HTTP/2 side, for plans with http.version "2" or "h2c" (h2.go); else nil
 }
 
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and
@@ -247,22 +250,14 @@ func looksLikeHTTP(br *bufio.Reader) bool {
 // connection's reads and writes (deadline.go) as it did when the first write ran it.
 func (h *httpConn) connect() error {
 	v := h.vu
-	t0 := v.e.now()
-	c, err := v.dial(h.addr)
-	t1 := v.e.now()
-	v.tm.connect += t1 - t0
+	c, t1, err := v.dialTimed(h.addr)
 	if err != nil {
 		return err
 	}
-	v.tm.fresh = true
 	h.cc, _ = c.(*countingConn)
 	if h.tls != nil {
-		tc := tls.Client(c, h.tls)
-		err := tc.Handshake()
-		v.tm.tls += v.e.now() - t1
-		v.tm.handshook = true
+		tc, err := v.handshake(context.Background(), c, h.tls, t1)
 		if err != nil {
-			_ = tc.Close()
 			return err
 		}
 		c = tc
@@ -281,5 +276,8 @@ func (h *httpConn) close() {
 	if h.conn != nil {
 		_ = h.conn.Close()
 		h.conn = nil
+	}
+	if h.h2 != nil {
+		h.h2.close()
 	}
 }

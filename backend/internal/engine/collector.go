@@ -175,6 +175,9 @@ func (c *collector) tick(now time.Time, final bool) {
 	s.Failures = c.fails.next(c.e.fails)
 	s.Hist = c.enc.Encode(d.Lat)
 	s.Events = c.e.takeEvents()
+	if c.e.h2 != nil {
+		s.Protocols = d.ProtocolMap()
+	}
 	// The run so far is the latest cumulative reading (c.prev): the sum of every second's counts.
 	metrics.FillHist(c.soFar, c.prev.Lat)
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
@@ -225,6 +228,9 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		Client:                metrics.ClientSummary{CPUPercentMax: round(c.cpuMax, 1), RSSBytesMax: c.rssMax},
 		Thresholds:            []metrics.ThresholdResult{},
 		ByName:                map[string]metrics.NameStats{},
+	}
+	if c.e.h2 != nil {
+		s.Protocols = t.ProtocolMap()
 	}
 	if dur > 0 {
 		s.RPS = round(float64(t.Requests)/dur, 1)

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -131,4 +133,31 @@ func dialAside(addr string, timeout time.Duration, pol *netpolicy.Policy) (net.C
 func isDialError(err error) bool {
 	var d *dialError
 	return errors.As(err, &d)
+}
+
+// dialTimed is vu.dial with the connect time added to the VU's request (timing.go); since is when
+// the dial ended, where a TLS handshake's time begins.
+func (v *vu) dialTimed(addr string) (c net.Conn, since time.Duration, err error) {
+	t0 := v.e.now()
+	c, err = v.dial(addr)
+	since = v.e.now()
+	v.tm.connect += since - t0
+	if err == nil {
+		v.tm.fresh = true
+	}
+	return c, since, err
+}
+
+// handshake makes the TLS handshake of a new connection, adding its time (from since) to the VU's
+// request; on failure the connection is closed.
+func (v *vu) handshake(ctx context.Context, c net.Conn, cfg *tls.Config, since time.Duration) (*tls.Conn, error) {
+	tc := tls.Client(c, cfg)
+	err := tc.HandshakeContext(ctx)
+	v.tm.tls += v.e.now() - since
+	v.tm.handshook = true
+	if err != nil {
+		_ = tc.Close()
+		return nil, err
+	}
+	return tc, nil
 }

@@ -101,6 +101,8 @@ type Engine struct {
 	failed failure // a panic in one of the run's goroutines (panic.go)
 
 	fails *failTable // failure groups (failures.go)
+
+	h2 *h2Engine // http.version "2" or "h2c" (h2.go); nil for HTTP/1.1
 }
 
 type reqSpec struct {
@@ -186,6 +188,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
 	e.policy = opts.Policy
+	e.h2 = newH2(p)
 	e.maxBody = p.HTTP.MaxBodyOrDefault()
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
@@ -372,6 +375,7 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 		}
 		e.vusMu.Unlock()
 	}
+	e.h2.closeShared() // a VU given up on in a stream returns now
 	endTime := time.Now()
 	if f, ok := e.exec.(finisher); ok {
 		f.finish()

@@ -19,5 +19,6 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/HdrHistogram/hdrhistogram-go",
 		"github.com/tidwall/gjson", // JSON paths for checks and extraction
 		"golang.org/x/sys/unix",    // timerfd for precise open-model wakeups
+		"golang.org/x/net/http2",   // the HTTP/2 client (h2.go): fasthttp has none
 	)
 }

@@ -75,6 +75,8 @@ type vu struct {
 
 	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
+
+	viaH2 bool // the latest exchange came over HTTP/2 (h2Conn.do)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -91,7 +93,7 @@ func newVU(e *Engine, id int) *vu {
 		s := &e.reqs[i]
 		c := v.client(s.tls, s.addrs[v.gid%len(s.addrs)], s.host)
 		vr := vuReq{spec: s, client: c}
-		if s.wire == nil {
+		if s.wire == nil || e.h2 != nil { // HTTP/2 sends from a request object (h2Conn.request)
 			vr.req = s.request(e.p.HTTP.KeepAliveOn())
 		}
 		vr.phases = v.shard.Phases()
@@ -233,6 +235,9 @@ func (v *vu) client(isTLS bool, addr, sni string) *httpConn {
 	c.key, c.addr, c.vu = key, addr, v
 	if isTLS {
 		c.tls = &tls.Config{ServerName: sni, InsecureSkipVerify: v.e.p.HTTP.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
+	}
+	if v.e.h2 != nil {
+		v.e.h2.attach(c)
 	}
 	v.clients = append(v.clients, c)
 	return c
@@ -400,6 +405,9 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		}
 	}
 	v.shard.Record(o)
+	if v.viaH2 && o.Status > 0 {
+		v.shard.H2Response()
+	}
 	if r.name != nil {
 		r.name.Record(o)
 	}
@@ -413,6 +421,9 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 // reused response buffer, up to http.max_body) only when a check or extraction reads it; any
 // other is read and dropped through bounded memory (httpConn.readBody).
 func (v *vu) exchange(c *httpConn, req outgoing) (int64, error) {
+	if c.h2 != nil {
+		return c.h2.do(&req, v.resp)
+	}
 	return c.do(&req, v.resp)
 }
 

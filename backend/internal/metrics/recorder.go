@@ -92,12 +92,13 @@ type Shard struct {
 	bytesOut    atomic.Uint64
 	status      [maxStatus]uint64
 	kinds       [numKinds]uint64
-	lat         *AtomicHist // every request with a complete response
-	latOK       *AtomicHist // successful requests only
-	svc         *AtomicHist // service time (actual send → last byte)
-	lag         *AtomicHist // schedule lag: actual start − scheduled start (open models)
-	phases      *PhaseHists // request phases, for plans with one request name (Phases)
-	_           [64]byte    // keep neighbouring shards off this one's cache lines
+	lat         *AtomicHist   // every request with a complete response
+	latOK       *AtomicHist   // successful requests only
+	svc         *AtomicHist   // service time (actual send → last byte)
+	lag         *AtomicHist   // schedule lag: actual start − scheduled start (open models)
+	phases      *PhaseHists   // request phases, for plans with one request name (Phases)
+	h2          atomic.Uint64 // responses that came over HTTP/2 (H2Response)
+	_           [64]byte      // keep neighbouring shards off this one's cache lines
 }
 
 func newShard() *Shard {
@@ -201,6 +202,7 @@ type Counts struct {
 	Kinds                                     [numKinds]int64
 	Lat, LatOK, Svc, Lag                      []int64 // histogram counts
 	LatSum, LatOKSum, SvcSum, LagSum          uint64  // exact µs sums
+	H2                                        int64   // responses over HTTP/2 (ProtocolMap)
 }
 
 func newCounts() *Counts {
@@ -235,6 +237,7 @@ func (r *Recorder) Read(dst *Counts) {
 		dst.LatOKSum += s.latOK.AddTo(latOK)
 		dst.SvcSum += s.svc.AddTo(svc)
 		dst.LagSum += s.lag.AddTo(lag)
+		dst.H2 += int64(s.h2.Load())
 	}
 	dst.Dropped = int64(r.dropped.Load())
 	dst.Requests = dst.Successes
@@ -268,6 +271,7 @@ func (d *Counts) Sub(cur, prev *Counts) {
 	d.LatOKSum = cur.LatOKSum - prev.LatOKSum
 	d.SvcSum = cur.SvcSum - prev.SvcSum
 	d.LagSum = cur.LagSum - prev.LagSum
+	d.H2 = cur.H2 - prev.H2
 }
 
 // Errors is the number of failed requests.

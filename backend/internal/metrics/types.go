@@ -55,6 +55,9 @@ type Sample struct {
 	Target map[string]float64 `json:"target,omitempty"`
 	// TargetErrors are the monitor errors that started or changed in this second (Seconds = 1).
 	TargetErrors []MonitorError `json:"target_errors,omitempty"`
+	// Protocols counts this second's responses by the protocol they came over ("http/1.1", "h2");
+	// present only for plans with http.version "2" or "h2c" (Counts.ProtocolMap).
+	Protocols map[string]int64 `json:"protocols,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -141,6 +144,10 @@ type Summary struct {
 	Target []TargetStat `json:"target,omitempty"`
 	// MonitorErrors are the monitors' errors, each with its first second and how long it lasted.
 	MonitorErrors []MonitorError `json:"monitor_errors,omitempty"`
+	// Protocols counts the run's responses by the protocol they came over ("http/1.1", "h2"; a
+	// redirect chain counts its last answer); present only for plans with http.version "2" or
+	// "h2c" (Counts.ProtocolMap).
+	Protocols map[string]int64 `json:"protocols,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

@@ -138,6 +138,19 @@ type HTTP struct {
 	// port ("api.example.test:8080"), which then applies to that port only and wins over the bare
 	// name. The URL's host still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
+	// Version is the HTTP version requests use (h2.go: HTTPVersions): "1.1" (the default, also
+	// when empty), "2" (https:// requests negotiate HTTP/2 with TLS ALPN; http:// ones stay
+	// HTTP/1.1) or "h2c" (http:// requests speak HTTP/2 in cleartext with prior knowledge, RFC 9113
+	// §3.3; https:// ones negotiate as with "2").
+	Version string `json:"version,omitempty"`
+	// H2Fallback, with Version "2", lets a connection whose ALPN did not settle on h2 carry
+	// HTTP/1.1; without it such a connection is error kind h2_error.
+	H2Fallback bool `json:"h2_fallback,omitempty"`
+	// H2Connections is how many HTTP/2 connections the run opens per target address: 0 (the
+	// default) gives each VU its own; N > 0 shares N connections among all VUs (VU i uses
+	// connection i mod N), their requests multiplexed as concurrent streams. At most
+	// MaxH2Connections.
+	H2Connections int `json:"h2_connections,omitempty"`
 }
 
 // MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
@@ -385,6 +398,7 @@ func (p *Plan) Validate() error {
 	if m := p.HTTP.MaxBody; m != 0 && (m < MinMaxBody || m > MaxMaxBody) {
 		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
 	}
+	p.HTTP.validateVersion(v)
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
 			addr = strings.TrimSpace(addr)

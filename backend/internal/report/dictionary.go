@@ -122,6 +122,7 @@ var dictionaries = map[string]map[string]string{
 		"h.failures":    "Failures",
 		"h.errorKinds":  "Errors by kind",
 		"h.statusCodes": "Status codes",
+		"h.protocols":   "Protocols (responses)",
 		"h.checks":      "Checks",
 		"h.sweep":       "Concurrency sweep",
 
@@ -184,6 +185,7 @@ var dictionaries = map[string]map[string]string{
 		"col.phase":        "phase",
 		"col.kind":         "kind",
 		"col.status":       "status",
+		"col.protocol":     "protocol",
 		"col.message":      "message",
 		"col.count":        "count",
 		"col.share":        "share",
@@ -314,6 +316,7 @@ var dictionaries = map[string]map[string]string{
 		"h.failures":    "失败",
 		"h.errorKinds":  "按类型的错误",
 		"h.statusCodes": "状态码",
+		"h.protocols":   "协议（响应数）",
 		"h.checks":      "检查",
 		"h.sweep":       "并发扫描",
 
@@ -376,6 +379,7 @@ var dictionaries = map[string]map[string]string{
 		"col.phase":        "阶段",
 		"col.kind":         "类型",
 		"col.status":       "状态",
+		"col.protocol":     "协议",
 		"col.message":      "消息",
 		"col.count":        "次数",
 		"col.share":        "占比",

@@ -137,6 +137,8 @@ type page struct {
 	OutcomeWhy  string
 	// NoLatency: no response at all (HasLatency false), so the run's latencies are unknown ("—", never 0).
 	NoLatency bool
+	// Protocols: responses by negotiated protocol (HTTP/2 plans only; Summary.Protocols).
+	Protocols []kv
 }
 
 var funcs = template.FuncMap{
@@ -231,6 +233,7 @@ func buildPage(r Report, lang string) page {
 		}
 		p.ErrorKinds = counts(s.ErrorKinds, s.Errors)
 		p.StatusCodes = counts(s.StatusCodes, 0)
+		p.Protocols = counts(s.Protocols, 0)
 		p.byName(s)
 		p.timing(s)
 		p.failures(s)

@@ -246,6 +246,15 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 {{range .}}<tr><td>{{.Key}}</td><td>{{.Count}}</td><td>{{.Share}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>{{tr "noResponses"}}</p>{{end}}
+{{with .Protocols}}
+<h2>{{tr "h.protocols"}}</h2>
+<table>
+<thead><tr><th>{{tr "col.protocol"}}</th><th>{{tr "col.count"}}</th><th>{{tr "col.share"}}</th></tr></thead>
+<tbody>
+{{range .}}<tr><td>{{.Key}}</td><td>{{.Count}}</td><td>{{.Share}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}
 {{with .S.Checks}}
 <h2>{{tr "h.checks"}}</h2>
 <table>

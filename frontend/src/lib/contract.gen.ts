@@ -230,6 +230,7 @@ export type Sample = {
   events?: RunEvent[];
   target?: Record<string, number>;
   target_errors?: MonitorError[];
+  protocols?: Record<string, number>;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -268,6 +269,7 @@ export type Summary = {
   target_series?: MonitorSeries[];
   target?: TargetStat[];
   monitor_errors?: MonitorError[];
+  protocols?: Record<string, number>;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -384,6 +386,9 @@ export type PlanHTTP = {
   insecure_skip_verify: boolean;
   max_body?: number;
   hosts?: Record<string, string>;
+  version?: string;
+  h2_fallback?: boolean;
+  h2_connections?: number;
 };
 
 /** The JSON of Go's plan.Threshold. */
