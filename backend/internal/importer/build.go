@@ -1,0 +1,201 @@
+package importer
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
+// impPlan collects the requests and options of an imported plan and what was skipped on the
+// way, and keeps the plan within plan.Parse's bounds (bounds.go there): an element over one is
+// skipped with the bound named rather than producing a plan that does not validate.
+type impPlan struct {
+	name    string
+	reqs    []map[string]any
+	http    map[string]any
+	extra   map[string]any // other top-level fields (flow, data, think_time)
+	skipped []Skipped
+}
+
+func newImpPlan(name string) *impPlan {
+	return &impPlan{name: name, http: map[string]any{}, extra: map[string]any{}}
+}
+
+// skip records an element left out and why.
+func (b *impPlan) skip(element, reason string) {
+	b.skipped = append(b.skipped, Skipped{Element: clipText(element, 200), Reason: reason})
+}
+
+// impRequest is one request being imported: method, URL, headers in their order, body.
+type impRequest struct {
+	name    string
+	method  string
+	url     string
+	headers [][2]string
+	body    string
+	think   string
+	extract []map[string]any
+}
+
+// header returns the value of the request's header name (case-insensitive) and whether it is set.
+func (r *impRequest) header(name string) (string, bool) {
+	for _, h := range r.headers {
+		if strings.EqualFold(h[0], name) {
+			return h[1], true
+		}
+	}
+	return "", false
+}
+
+// setHeader adds a header, or replaces the value of one of the same name (case-insensitive).
+func (r *impRequest) setHeader(name, value string) {
+	for i, h := range r.headers {
+		if strings.EqualFold(h[0], name) {
+			r.headers[i][1] = value
+			return
+		}
+	}
+	r.headers = append(r.headers, [2]string{name, value})
+}
+
+// engineHeaders are set by the engine itself on every request (or belong to HTTP/2 framing),
+// so an imported value would be wrong or doubled.
+var engineHeaders = []string{"host", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "proxy-connection"}
+
+// isEngineHeader reports whether the engine sets the header itself (HTTP/2 pseudo-headers too).
+func isEngineHeader(name string) bool {
+	return strings.HasPrefix(name, ":") || slices.Contains(engineHeaders, strings.ToLower(name))
+}
+
+// add puts the request in the plan, or skips it (element names it) when it breaks a plan bound;
+// a header that breaks one is left out alone.
+func (b *impPlan) add(element string, r impRequest) bool {
+	r.method = strings.ToUpper(r.method)
+	if r.method == "" {
+		r.method = "GET"
+	}
+	switch {
+	case len(b.reqs) >= plan.MaxRequests:
+		b.skip(element, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+		return false
+	case !slices.Contains(plan.Methods, r.method):
+		b.skip(element, fmt.Sprintf("method %s is not one Volley sends (%s)", r.method, strings.Join(plan.Methods, ", ")))
+		return false
+	case len(r.url) > plan.MaxURLBytes:
+		b.skip(element, fmt.Sprintf("the URL is %d bytes; a plan's are at most %d", len(r.url), plan.MaxURLBytes))
+		return false
+	case len(r.body) > plan.MaxBodyBytes:
+		b.skip(element, fmt.Sprintf("the body is %d bytes; a plan's are at most %d", len(r.body), plan.MaxBodyBytes))
+		return false
+	}
+	if msg := checkImportURL(r.url); msg != "" {
+		b.skip(element, msg)
+		return false
+	}
+	m := map[string]any{"method": r.method, "url": r.url}
+	name := r.name
+	if name == "" {
+		name = plan.DefaultName(r.method, r.url)
+	}
+	m["name"] = clipText(name, plan.MaxNameBytes)
+	hdrs := map[string]any{}
+	total := 0
+	for _, h := range r.headers {
+		k, v := h[0], h[1]
+		switch {
+		case k == "" || strings.ContainsAny(k, " \t\r\n:") || len(k) > plan.MaxHeaderNameBytes:
+			b.skip(element+" header "+k, "not a valid header name")
+		case strings.ContainsAny(v, "\r\n"):
+			b.skip(element+" header "+k, "the value holds a line break")
+		case len(v) > plan.MaxHeaderValueBytes:
+			b.skip(element+" header "+k, fmt.Sprintf("the value is %d bytes; at most %d", len(v), plan.MaxHeaderValueBytes))
+		case len(hdrs) >= plan.MaxHeaders || total+len(k)+len(v) > plan.MaxHeaderBytes:
+			b.skip(element+" header "+k, fmt.Sprintf("a request has at most %d headers of %d bytes in all", plan.MaxHeaders, plan.MaxHeaderBytes))
+		default:
+			hdrs[k] = v
+			total += len(k) + len(v)
+		}
+	}
+	if len(hdrs) > 0 {
+		m["headers"] = hdrs
+	}
+	if r.body != "" {
+		m["body"] = r.body
+	}
+	if r.think != "" {
+		m["think_time"] = r.think
+	}
+	if len(r.extract) > 0 {
+		x := make([]any, len(r.extract))
+		for i := range r.extract {
+			x[i] = r.extract[i]
+		}
+		m["extract"] = x
+	}
+	b.reqs = append(b.reqs, m)
+	return true
+}
+
+// checkImportURL is "" for an absolute http(s) URL (which may hold {{variables}}), else why not.
+func checkImportURL(raw string) string {
+	if raw == "" {
+		return "no URL"
+	}
+	u, err := url.Parse(strings.NewReplacer("{{", "x", "}}", "x").Replace(raw))
+	if err != nil {
+		return "the URL does not parse: " + err.Error()
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Sprintf("%q is not an http or https URL", clipText(raw, 100))
+	}
+	if u.Host == "" {
+		return "the URL has no host"
+	}
+	return ""
+}
+
+// defaultLoad is the load of an imported plan: one VU for 30 s, a gentle start to edit.
+func defaultLoad() map[string]any {
+	return map[string]any{"executor": "constant-vus", "vus": 1, "duration": "30s"}
+}
+
+// result returns the plan as plan JSON (a map) with the skipped list; an import with no request
+// left is an *InputError naming the format.
+func (b *impPlan) result(formatName string) (Result, error) {
+	if len(b.reqs) == 0 {
+		msg := "no request could be imported"
+		if len(b.skipped) > 0 {
+			msg += ": " + b.skipped[0].Element + ": " + b.skipped[0].Reason
+		}
+		return Result{}, &InputError{Format: formatName, Msg: msg}
+	}
+	reqs := make([]any, len(b.reqs))
+	for i := range b.reqs {
+		reqs[i] = b.reqs[i]
+	}
+	p := map[string]any{"name": clipText(b.name, 200), "requests": reqs, "load": defaultLoad()}
+	if len(b.http) > 0 {
+		p["http"] = b.http
+	}
+	for k, v := range b.extra {
+		p[k] = v
+	}
+	return Result{Plan: p, Skipped: b.skipped}, nil
+}
+
+// clipText cuts s to at most n bytes on a rune boundary, marking the cut with "…".
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(c byte) bool { return c&0xC0 != 0x80 }

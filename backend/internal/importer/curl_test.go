@@ -1,0 +1,5 @@
+package importer
+
+import "testing"
+
+func TestCurlGolden(t *testing.T) { checkGolden(t, "curl", Options{}) }
