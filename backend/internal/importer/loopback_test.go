@@ -24,7 +24,8 @@ type received struct {
 
 // runImported runs an imported plan once (one VU, one iteration) with every host of its
 // requests resolved to a loopback target (http.hosts), and returns what the target received.
-func runImported(t *testing.T, p map[string]any) []received {
+// The target answers each path with answers[path], else {"token":"t-1","id":7}.
+func runImported(t *testing.T, p map[string]any, answers ...map[string]string) []received {
 	t.Helper()
 	var mu sync.Mutex
 	var got []received
@@ -34,7 +35,11 @@ func runImported(t *testing.T, p map[string]any) []received {
 		got = append(got, received{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()})
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"token":"t-1","id":7}`))
+		body := `{"token":"t-1","id":7}`
+		if len(answers) > 0 && answers[0][r.URL.Path] != "" {
+			body = answers[0][r.URL.Path]
+		}
+		_, _ = w.Write([]byte(body))
 	})
 	addr := tg.Listener.Addr().String()
 	hosts := map[string]any{}
