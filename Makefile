@@ -85,7 +85,9 @@ FUZZ_TARGETS := \
 	./backend/internal/plan:FuzzParseThreshold ./backend/internal/plan:FuzzDuration \
 	./backend/internal/plan:FuzzDataColumns ./backend/internal/engine:FuzzTemplateRender \
 	./backend/internal/engine:FuzzEngineNew ./backend/internal/api:FuzzAPI \
-	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
+	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames \
+	./backend/internal/importer:FuzzImportCurl ./backend/internal/importer:FuzzImportHar \
+	./backend/internal/importer:FuzzImportPostman
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
 	@for t in $(FUZZ_TARGETS); do \

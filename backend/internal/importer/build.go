@@ -1,7 +1,11 @@
 package importer
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"net/url"
 	"slices"
 	"strings"
@@ -172,6 +176,60 @@ func (b *impPlan) result(formatName string) (Result, error) {
 		}
 		return Result{}, &InputError{Format: formatName, Msg: msg}
 	}
+	p := b.planMap()
+	// The safety net: a request plan.Parse would refuse (a {{variable}} of the source's own
+	// syntax left in its text, a URL the checks above let through) is skipped with Parse's word.
+	for range 3 {
+		bad := b.refused(p)
+		if len(bad) == 0 {
+			break
+		}
+		var keep []map[string]any
+		for i, r := range b.reqs {
+			if msg, ok := bad[i]; ok {
+				b.skip(fmt.Sprint(r["name"]), msg)
+			} else {
+				keep = append(keep, r)
+			}
+		}
+		b.reqs = keep
+		if len(b.reqs) == 0 {
+			return Result{}, &InputError{Format: formatName, Msg: "no request could be imported: " + b.skipped[len(b.skipped)-1].Reason}
+		}
+		p = b.planMap()
+	}
+	return Result{Plan: p, Skipped: b.skipped}, nil
+}
+
+var requestField = regexp.MustCompile(`^requests\[(\d+)\]`)
+
+// refused runs plan.Parse on p and returns the problems of its requests, by index. Problems of
+// other fields are left alone (the load's executors are registered by package engine, which an
+// importer does not need).
+func (b *impPlan) refused(p map[string]any) map[int]string {
+	js, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	_, err = plan.Parse(js)
+	var verr *plan.ValidationError
+	if !errors.As(err, &verr) {
+		return nil
+	}
+	bad := map[int]string{}
+	for f, msg := range verr.Fields {
+		if m := requestField.FindStringSubmatch(f); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			if i < len(b.reqs) {
+				bad[i] = "refused by the plan's validation: " + strings.TrimPrefix(f, m[0]+".") + ": " + msg
+			}
+		}
+	}
+	return bad
+}
+
+// planMap is the plan as plan JSON.
+func (b *impPlan) planMap() map[string]any {
 	reqs := make([]any, len(b.reqs))
 	for i := range b.reqs {
 		reqs[i] = b.reqs[i]
@@ -183,7 +241,7 @@ func (b *impPlan) result(formatName string) (Result, error) {
 	for k, v := range b.extra {
 		p[k] = v
 	}
-	return Result{Plan: p, Skipped: b.skipped}, nil
+	return p
 }
 
 // clipText cuts s to at most n bytes on a rune boundary, marking the cut with "…".

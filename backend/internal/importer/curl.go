@@ -315,31 +315,78 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 
 // bashCommands splits text into the words of each command, as bash would read them.
 func bashCommands(text string) ([][]string, error) {
-	text = bashPrepare(text)
+	text, long := bashPrepare(text)
+	rs := []rune(text) // go-shellwords' Position counts runes
 	var cmds [][]string
-	for {
+	for start := 0; start < len(rs); {
 		p := shellwords.NewParser()
-		words, err := p.Parse(text)
+		words, err := p.Parse(string(rs[start:]))
 		if err != nil {
 			return nil, fmt.Errorf("the command line does not parse as shell words: %v (an unclosed quote?)", err)
 		}
+		for i, w := range words {
+			words[i] = restoreLong(w, long)
+		}
 		cmds = append(cmds, words)
 		if p.Position < 0 {
-			return cmds, nil
+			break
 		}
-		rs := []rune(text) // Position counts runes
-		if p.Position >= len(rs) {
-			return cmds, nil
+		start += p.Position + 1
+		for start < len(rs) && strings.ContainsRune(";&|<> \t", rs[start]) {
+			start++ // ;  &&  ||  (a redirection's target is dropped with it)
 		}
-		text = strings.TrimLeft(string(rs[p.Position+1:]), ";&|<> \t") // ;  &&  ||  (a redirection's target is dropped with it)
+	}
+	return cmds, nil
+}
+
+// Quoted strings of longSegment bytes and more are replaced by a placeholder before
+// go-shellwords reads the text (it builds each word a character at a time, which is quadratic
+// in the word's length) and put back in the words after.
+const (
+	longSegment = 512
+	phOpen      = '\uE000'
+	phClose     = '\uE001'
+)
+
+func restoreLong(w string, long []string) string {
+	if len(long) == 0 || !strings.ContainsRune(w, phOpen) {
+		return w
+	}
+	var sb strings.Builder
+	for {
+		i := strings.IndexRune(w, phOpen)
+		j := strings.IndexRune(w, phClose)
+		if i < 0 || j < i {
+			sb.WriteString(w)
+			return sb.String()
+		}
+		n, err := strconv.Atoi(w[i+len(string(phOpen)) : j])
+		sb.WriteString(w[:i])
+		if err == nil && n >= 0 && n < len(long) {
+			sb.WriteString(long[n])
+		}
+		w = w[j+len(string(phClose)):]
 	}
 }
 
 // bashPrepare rewrites text into what go-shellwords reads as bash does: line continuations
 // dropped, new lines outside quotes made command separators, $'…' turned into '…' (ANSI-C escapes
-// decoded), and in "…" a backslash kept before characters it does not escape in bash.
-func bashPrepare(text string) string {
-	var out strings.Builder
+// decoded), and in "…" a backslash kept before characters it does not escape in bash. Quoted
+// strings of longSegment bytes and more become placeholders (restoreLong), their values returned.
+func bashPrepare(text string) (string, []string) {
+	var out, seg, raw strings.Builder // seg: the quoted string's value; raw: its rewritten text
+	var long []string
+	usePH := !strings.ContainsRune(text, phOpen) && !strings.ContainsRune(text, phClose)
+	closeSeg := func() {
+		if usePH && seg.Len() >= longSegment {
+			out.WriteString(string(phOpen) + strconv.Itoa(len(long)) + string(phClose))
+			long = append(long, seg.String())
+		} else {
+			out.WriteString(raw.String())
+		}
+		seg.Reset()
+		raw.Reset()
+	}
 	const (
 		plain = iota
 		single
@@ -350,9 +397,12 @@ func bashPrepare(text string) string {
 		c := text[i]
 		switch state {
 		case single:
-			out.WriteByte(c)
+			raw.WriteByte(c)
 			if c == '\'' {
 				state = plain
+				closeSeg()
+			} else {
+				seg.WriteByte(c)
 			}
 		case double:
 			switch {
@@ -360,19 +410,23 @@ func bashPrepare(text string) string {
 				n := text[i+1]
 				switch n {
 				case '$', '`', '"', '\\':
-					out.WriteByte('\\')
-					out.WriteByte(n)
+					raw.WriteByte('\\')
+					raw.WriteByte(n)
+					seg.WriteByte(n)
 				case '\n':
 				default:
-					out.WriteString(`\\`) // a literal backslash, which go-shellwords would drop
+					raw.WriteString(`\\`) // a literal backslash, which go-shellwords would drop
+					seg.WriteByte('\\')
 					continue
 				}
 				i++
 			case c == '"':
-				out.WriteByte(c)
+				raw.WriteByte(c)
 				state = plain
+				closeSeg()
 			default:
-				out.WriteByte(c)
+				raw.WriteByte(c)
+				seg.WriteByte(c)
 			}
 		default:
 			switch {
@@ -386,15 +440,17 @@ func bashPrepare(text string) string {
 				i++
 			case c == '$' && i+1 < len(text) && text[i+1] == '\'':
 				s, n := ansiC(text[i+2:])
-				out.WriteByte('\'')
-				out.WriteString(strings.ReplaceAll(s, "'", `'\''`))
-				out.WriteByte('\'')
+				raw.WriteByte('\'')
+				raw.WriteString(strings.ReplaceAll(s, "'", `'\''`))
+				raw.WriteByte('\'')
+				seg.WriteString(s)
+				closeSeg()
 				i += 1 + n
 			case c == '\'':
-				out.WriteByte(c)
+				raw.WriteByte(c)
 				state = single
 			case c == '"':
-				out.WriteByte(c)
+				raw.WriteByte(c)
 				state = double
 			case c == '\n':
 				out.WriteByte(';')
@@ -408,7 +464,8 @@ func bashPrepare(text string) string {
 			}
 		}
 	}
-	return out.String()
+	out.WriteString(raw.String()) // an unclosed quote: go-shellwords reports it
+	return out.String(), long
 }
 
 // ansiC decodes the text of $'…' up to its closing quote: the string and the bytes read (the

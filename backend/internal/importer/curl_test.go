@@ -2,6 +2,7 @@ package importer
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,30 @@ func TestCurlRunsAgainstLoopback(t *testing.T) {
 	}
 	if u, p, ok := (&http.Request{Header: got[0].Header}).BasicAuth(); !ok || u != "alice" || p != "s3cret" {
 		t.Errorf("basic auth %q %q %v", u, p, ok)
+	}
+}
+
+// TestCurlLargeBody: a body near the plan's 1 MiB bound, in each quoting form, comes through
+// whole (go-shellwords is quadratic in a word's length: long quoted strings bypass it).
+func TestCurlLargeBody(t *testing.T) {
+	body := strings.Repeat(`{"k":"v"},`, 90_000)
+	for name, cmd := range map[string]string{
+		"single": `curl http://a.test/ --data-raw '` + body + `'`,
+		"ansi-c": `curl http://a.test/ --data-raw $'` + strings.ReplaceAll(body, `"`, `\"`) + `\n'`,
+		"double": `curl http://a.test/ -d "` + strings.ReplaceAll(body, `"`, `\"`) + `"`,
+		"cmd":    `curl ^"http://a.test/^" --data-raw ^"` + strings.ReplaceAll(body, `"`, `^\^"`) + `^"`,
+	} {
+		res, err := Import("curl", []byte(cmd), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := res.Plan["requests"].([]any)[0].(map[string]any)["body"]
+		want := body
+		if name == "ansi-c" {
+			want += "\n"
+		}
+		if got != want {
+			t.Errorf("%s: the body differs (%d bytes, want %d)", name, len(got.(string)), len(want))
+		}
 	}
 }

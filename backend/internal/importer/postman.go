@@ -11,6 +11,8 @@ import (
 		"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // postman: a Postman collection v2.1 (https://schema.postman.com/collection/json/v2.1.0/draft-07/docs/index.html;
@@ -84,7 +86,11 @@ func importPostman(data []byte, _ Options) (Result, error) {
 			row[i] = pi.colValue[c]
 		}
 		_ = w.WriteAll([][]string{pi.columns, row})
-		pi.b.extra["data"] = map[string]any{"csv": buf.String()}
+		text := buf.String()
+		if len(row) == 1 && row[0] == "" {
+			text = pi.columns[0] + "\n\"\"\n" // an empty line would be no row at all
+		}
+		pi.b.extra["data"] = map[string]any{"csv": text}
 	}
 	pi.b.extra["flow"] = "sequence"
 	return pi.b.result("postman")
@@ -421,7 +427,10 @@ func (pi *postmanImport) vars(elem, s string, local map[string]string) string {
 		if v, ok := postmanDynamic[n]; ok {
 			return v
 		}
-		return "{{" + pi.column(elem, n) + "}}"
+		if c := pi.column(elem, n); c != "" {
+			return "{{" + c + "}}"
+		}
+		return pi.collVars[n]
 	})
 }
 
@@ -429,6 +438,13 @@ func (pi *postmanImport) vars(elem, s string, local map[string]string) string {
 func (pi *postmanImport) column(elem, n string) string {
 	if c, ok := pi.colNames[n]; ok {
 		return c
+	}
+	if len(pi.columns) >= plan.MaxCSVColumns {
+		if !pi.noted["columns "+n] {
+			pi.noted["columns "+n] = true
+			pi.b.skip("variable {{"+n+"}}", fmt.Sprintf("a data table has at most %d columns: its value is written in place", plan.MaxCSVColumns))
+		}
+		return ""
 	}
 	c := harVarName(strings.ReplaceAll(strings.TrimPrefix(n, "$"), ".", "_"), pi.colUsed)
 	pi.colNames[n] = c
