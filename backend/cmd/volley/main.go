@@ -23,6 +23,7 @@ func main() {
 		Version:       version,
 	}
 	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd(), userCmd(), secretCmd())
+	root.AddCommand(importCmd()) // import.go
 	pprofFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, c := range root.Commands() {
