@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-		"strings"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -400,7 +400,7 @@ func (pi *postmanImport) hostVars(elem, u string, local map[string]string) strin
 			pi.noted["host "+n] = true
 			pi.b.skip("variable {{"+n+"}}", "stands in the URL's host but the collection does not define it (an environment's?): the URL has the host "+hostLabel(n)+".invalid; edit it")
 		}
-		head = postmanVarRef.ReplaceAllStringFunc(head, func(m string) string { return hostLabel(m[2 : len(m)-2]) + ".invalid" })
+		head = postmanVarRef.ReplaceAllStringFunc(head, func(m string) string { return hostLabel(m[2:len(m)-2]) + ".invalid" })
 	}
 	if !strings.Contains(head, "://") {
 		head = "http://" + head // Postman's default scheme
