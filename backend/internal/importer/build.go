@@ -30,7 +30,7 @@ func newImpPlan(name string) *impPlan {
 
 // skip records an element left out and why.
 func (b *impPlan) skip(element, reason string) {
-	b.skipped = append(b.skipped, Skipped{Element: clipText(element, 200), Reason: reason})
+	b.skipped = append(b.skipped, Skipped{Element: impClip(element, 200), Reason: reason})
 }
 
 // impRequest is one request being imported: method, URL, headers in their order, body.
@@ -65,13 +65,13 @@ func (r *impRequest) setHeader(name, value string) {
 	r.headers = append(r.headers, [2]string{name, value})
 }
 
-// engineHeaders are set by the engine itself on every request (or belong to HTTP/2 framing),
+// impEngineHeaders are set by the engine itself on every request (or belong to HTTP/2 framing),
 // so an imported value would be wrong or doubled.
-var engineHeaders = []string{"host", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "proxy-connection"}
+var impEngineHeaders = []string{"host", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "proxy-connection"}
 
-// isEngineHeader reports whether the engine sets the header itself (HTTP/2 pseudo-headers too).
-func isEngineHeader(name string) bool {
-	return strings.HasPrefix(name, ":") || slices.Contains(engineHeaders, strings.ToLower(name))
+// impEngineHeader reports whether the engine sets the header itself (HTTP/2 pseudo-headers too).
+func impEngineHeader(name string) bool {
+	return strings.HasPrefix(name, ":") || slices.Contains(impEngineHeaders, strings.ToLower(name))
 }
 
 // add puts the request in the plan, or skips it (element names it) when it breaks a plan bound;
@@ -95,7 +95,7 @@ func (b *impPlan) add(element string, r impRequest) bool {
 		b.skip(element, fmt.Sprintf("the body is %d bytes; a plan's are at most %d", len(r.body), plan.MaxBodyBytes))
 		return false
 	}
-	if msg := checkImportURL(r.url); msg != "" {
+	if msg := impCheckURL(r.url); msg != "" {
 		b.skip(element, msg)
 		return false
 	}
@@ -104,7 +104,7 @@ func (b *impPlan) add(element string, r impRequest) bool {
 	if name == "" {
 		name = plan.DefaultName(r.method, r.url)
 	}
-	m["name"] = clipText(name, plan.MaxNameBytes)
+	m["name"] = impClip(name, plan.MaxNameBytes)
 	hdrs := map[string]any{}
 	total := 0
 	for _, h := range r.headers {
@@ -143,8 +143,8 @@ func (b *impPlan) add(element string, r impRequest) bool {
 	return true
 }
 
-// checkImportURL is "" for an absolute http(s) URL (which may hold {{variables}}), else why not.
-func checkImportURL(raw string) string {
+// impCheckURL is "" for an absolute http(s) URL (which may hold {{variables}}), else why not.
+func impCheckURL(raw string) string {
 	if raw == "" {
 		return "no URL"
 	}
@@ -153,7 +153,7 @@ func checkImportURL(raw string) string {
 		return "the URL does not parse: " + err.Error()
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Sprintf("%q is not an http or https URL", clipText(raw, 100))
+		return fmt.Sprintf("%q is not an http or https URL", impClip(raw, 100))
 	}
 	if u.Host == "" {
 		return "the URL has no host"
@@ -161,8 +161,8 @@ func checkImportURL(raw string) string {
 	return ""
 }
 
-// defaultLoad is the load of an imported plan: one VU for 30 s, a gentle start to edit.
-func defaultLoad() map[string]any {
+// impDefaultLoad is the load of an imported plan: one VU for 30 s, a gentle start to edit.
+func impDefaultLoad() map[string]any {
 	return map[string]any{"executor": "constant-vus", "vus": 1, "duration": "30s"}
 }
 
@@ -201,7 +201,7 @@ func (b *impPlan) result(formatName string) (Result, error) {
 	return Result{Plan: p, Skipped: b.skipped}, nil
 }
 
-var requestField = regexp.MustCompile(`^requests\[(\d+)\]`)
+var impRequestField = regexp.MustCompile(`^requests\[(\d+)\]`)
 
 // refused runs plan.Parse on p and returns the problems of its requests, by index. Problems of
 // other fields are left alone (the load's executors are registered by package engine, which an
@@ -218,7 +218,7 @@ func (b *impPlan) refused(p map[string]any) map[int]string {
 	}
 	bad := map[int]string{}
 	for f, msg := range verr.Fields {
-		if m := requestField.FindStringSubmatch(f); m != nil {
+		if m := impRequestField.FindStringSubmatch(f); m != nil {
 			i, _ := strconv.Atoi(m[1])
 			if i < len(b.reqs) {
 				bad[i] = "refused by the plan's validation: " + strings.TrimPrefix(f, m[0]+".") + ": " + msg
@@ -234,7 +234,7 @@ func (b *impPlan) planMap() map[string]any {
 	for i := range b.reqs {
 		reqs[i] = b.reqs[i]
 	}
-	p := map[string]any{"name": clipText(b.name, 200), "requests": reqs, "load": defaultLoad()}
+	p := map[string]any{"name": impClip(b.name, 200), "requests": reqs, "load": impDefaultLoad()}
 	if len(b.http) > 0 {
 		p["http"] = b.http
 	}
@@ -244,16 +244,16 @@ func (b *impPlan) planMap() map[string]any {
 	return p
 }
 
-// clipText cuts s to at most n bytes on a rune boundary, marking the cut with "…".
-func clipText(s string, n int) string {
+// impClip cuts s to at most n bytes on a rune boundary, marking the cut with "…".
+func impClip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	cut := n - len("…")
-	for cut > 0 && !isRuneStart(s[cut]) {
+	for cut > 0 && !impRuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
 }
 
-func isRuneStart(c byte) bool { return c&0xC0 != 0x80 }
+func impRuneStart(c byte) bool { return c&0xC0 != 0x80 }

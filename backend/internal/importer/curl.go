@@ -29,8 +29,8 @@ func detectCurl(data []byte) bool {
 	return bytes.HasPrefix(s, []byte("curl ")) || bytes.HasPrefix(s, []byte("curl.exe ")) || bytes.HasPrefix(s, []byte("curl\t"))
 }
 
-// isCmdForm reports whether text is in cmd.exe quoting: carets at line ends or before quotes.
-func isCmdForm(s string) bool {
+// curlIsCmdForm reports whether text is in cmd.exe quoting: carets at line ends or before quotes.
+func curlIsCmdForm(s string) bool {
 	return strings.Contains(s, "^\n") || strings.Contains(s, "^\r\n") || strings.Contains(s, `^"`) || strings.Contains(s, `^\^"`)
 }
 
@@ -41,10 +41,10 @@ func importCurl(data []byte, _ Options) (Result, error) {
 	text := string(data)
 	var cmds [][]string
 	var err error
-	if isCmdForm(text) {
-		cmds, err = cmdCommands(text)
+	if curlIsCmdForm(text) {
+		cmds, err = curlCmdCommands(text)
 	} else {
-		cmds, err = bashCommands(text)
+		cmds, err = curlBashCommands(text)
 	}
 	if err != nil {
 		return Result{}, &InputError{Format: "curl", Msg: err.Error()}
@@ -56,7 +56,7 @@ func importCurl(data []byte, _ Options) (Result, error) {
 			continue
 		}
 		if w := words[0]; w != "curl" && w != "curl.exe" && !strings.HasSuffix(w, "/curl") && !strings.HasSuffix(w, `\curl.exe`) {
-			b.skip(fmt.Sprintf("command %d (%s)", i+1, clipText(w, 40)), "not a curl command")
+			b.skip(fmt.Sprintf("command %d (%s)", i+1, impClip(w, 40)), "not a curl command")
 			continue
 		}
 		n++
@@ -148,7 +148,7 @@ func curlCommand(b *impPlan, elem string, args []string) {
 		return
 	}
 	if st.refused != "" {
-		b.skip(elem+" "+clipText(strings.Join(st.urls, " "), 100), st.refused)
+		b.skip(elem+" "+impClip(strings.Join(st.urls, " "), 100), st.refused)
 		return
 	}
 	r := st.r
@@ -211,15 +211,15 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 		case !ok && strings.HasSuffix(val, ";"):
 			st.r.setHeader(strings.TrimSuffix(val, ";"), "")
 		case !ok:
-			b.skip(e+" "+clipText(val, 60), "not a Name: value header (a @file of headers is not read)")
-		case isEngineHeader(strings.TrimSpace(name)):
+			b.skip(e+" "+impClip(val, 60), "not a Name: value header (a @file of headers is not read)")
+		case impEngineHeader(strings.TrimSpace(name)):
 			b.skip(e+" "+strings.TrimSpace(name), "the engine sets this header itself")
 		default:
 			st.r.setHeader(strings.TrimSpace(name), strings.TrimSpace(value))
 		}
 	case "-d", "--data", "--data-ascii", "--data-binary":
 		if strings.HasPrefix(val, "@") {
-			st.refused = flag + " " + clipText(val, 60) + ": a body read from a file is not imported (paste the body with --data-raw)"
+			st.refused = flag + " " + impClip(val, 60) + ": a body read from a file is not imported (paste the body with --data-raw)"
 			return
 		}
 		if flag != "--data-binary" {
@@ -230,7 +230,7 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 		st.data = append(st.data, val)
 	case "--json":
 		if strings.HasPrefix(val, "@") {
-			st.refused = flag + " " + clipText(val, 60) + ": a body read from a file is not imported (paste the body with --data-raw)"
+			st.refused = flag + " " + impClip(val, 60) + ": a body read from a file is not imported (paste the body with --data-raw)"
 			return
 		}
 		st.data = append(st.data, val)
@@ -244,7 +244,7 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 		name, content, hasEq := strings.Cut(val, "=")
 		switch {
 		case !hasEq && strings.Contains(val, "@"):
-			st.refused = flag + " " + clipText(val, 60) + ": a value read from a file is not imported"
+			st.refused = flag + " " + impClip(val, 60) + ": a value read from a file is not imported"
 		case !hasEq:
 			st.data = append(st.data, url.QueryEscape(val))
 		case name == "":
@@ -262,7 +262,7 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 		st.r.setHeader("Authorization", "Bearer "+val)
 	case "-b", "--cookie":
 		if !strings.Contains(val, "=") {
-			b.skip(e+" "+clipText(val, 60), "cookies read from a file are not imported")
+			b.skip(e+" "+impClip(val, 60), "cookies read from a file are not imported")
 			return
 		}
 		if old, ok := st.r.header("Cookie"); ok {
@@ -306,16 +306,16 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 			return
 		}
 		if curlValueFlags[flag] {
-			b.skip(e+" "+clipText(val, 60), "this option has no Volley equivalent")
+			b.skip(e+" "+impClip(val, 60), "this option has no Volley equivalent")
 			return
 		}
 		b.skip(e, "unknown or unsupported curl option")
 	}
 }
 
-// bashCommands splits text into the words of each command, as bash would read them.
-func bashCommands(text string) ([][]string, error) {
-	text, long := bashPrepare(text)
+// curlBashCommands splits text into the words of each command, as bash would read them.
+func curlBashCommands(text string) ([][]string, error) {
+	text, long := curlBashPrepare(text)
 	rs := []rune(text) // go-shellwords' Position counts runes
 	var cmds [][]string
 	for start := 0; start < len(rs); {
@@ -325,7 +325,7 @@ func bashCommands(text string) ([][]string, error) {
 			return nil, fmt.Errorf("the command line does not parse as shell words: %v (an unclosed quote?)", err)
 		}
 		for i, w := range words {
-			words[i] = restoreLong(w, long)
+			words[i] = curlRestoreLong(w, long)
 		}
 		cmds = append(cmds, words)
 		if p.Position < 0 {
@@ -339,47 +339,47 @@ func bashCommands(text string) ([][]string, error) {
 	return cmds, nil
 }
 
-// Quoted strings of longSegment bytes and more are replaced by a placeholder before
+// Quoted strings of curlLongSegment bytes and more are replaced by a placeholder before
 // go-shellwords reads the text (it builds each word a character at a time, which is quadratic
 // in the word's length) and put back in the words after.
 const (
-	longSegment = 512
-	phOpen      = '\uE000'
-	phClose     = '\uE001'
+	curlLongSegment = 512
+	curlPHOpen      = '\uE000'
+	curlPHClose     = '\uE001'
 )
 
-func restoreLong(w string, long []string) string {
-	if len(long) == 0 || !strings.ContainsRune(w, phOpen) {
+func curlRestoreLong(w string, long []string) string {
+	if len(long) == 0 || !strings.ContainsRune(w, curlPHOpen) {
 		return w
 	}
 	var sb strings.Builder
 	for {
-		i := strings.IndexRune(w, phOpen)
-		j := strings.IndexRune(w, phClose)
+		i := strings.IndexRune(w, curlPHOpen)
+		j := strings.IndexRune(w, curlPHClose)
 		if i < 0 || j < i {
 			sb.WriteString(w)
 			return sb.String()
 		}
-		n, err := strconv.Atoi(w[i+len(string(phOpen)) : j])
+		n, err := strconv.Atoi(w[i+len(string(curlPHOpen)) : j])
 		sb.WriteString(w[:i])
 		if err == nil && n >= 0 && n < len(long) {
 			sb.WriteString(long[n])
 		}
-		w = w[j+len(string(phClose)):]
+		w = w[j+len(string(curlPHClose)):]
 	}
 }
 
-// bashPrepare rewrites text into what go-shellwords reads as bash does: line continuations
+// curlBashPrepare rewrites text into what go-shellwords reads as bash does: line continuations
 // dropped, new lines outside quotes made command separators, $'…' turned into '…' (ANSI-C escapes
 // decoded), and in "…" a backslash kept before characters it does not escape in bash. Quoted
-// strings of longSegment bytes and more become placeholders (restoreLong), their values returned.
-func bashPrepare(text string) (string, []string) {
+// strings of curlLongSegment bytes and more become placeholders (curlRestoreLong), their values returned.
+func curlBashPrepare(text string) (string, []string) {
 	var out, seg, raw strings.Builder // seg: the quoted string's value; raw: its rewritten text
 	var long []string
-	usePH := !strings.ContainsRune(text, phOpen) && !strings.ContainsRune(text, phClose)
+	usePH := !strings.ContainsRune(text, curlPHOpen) && !strings.ContainsRune(text, curlPHClose)
 	closeSeg := func() {
-		if usePH && seg.Len() >= longSegment {
-			out.WriteString(string(phOpen) + strconv.Itoa(len(long)) + string(phClose))
+		if usePH && seg.Len() >= curlLongSegment {
+			out.WriteString(string(curlPHOpen) + strconv.Itoa(len(long)) + string(curlPHClose))
 			long = append(long, seg.String())
 		} else {
 			out.WriteString(raw.String())
@@ -439,7 +439,7 @@ func bashPrepare(text string) (string, []string) {
 				out.WriteByte(text[i+1])
 				i++
 			case c == '$' && i+1 < len(text) && text[i+1] == '\'':
-				s, n := ansiC(text[i+2:])
+				s, n := curlANSIC(text[i+2:])
 				raw.WriteByte('\'')
 				raw.WriteString(strings.ReplaceAll(s, "'", `'\''`))
 				raw.WriteByte('\'')
@@ -468,9 +468,9 @@ func bashPrepare(text string) (string, []string) {
 	return out.String(), long
 }
 
-// ansiC decodes the text of $'…' up to its closing quote: the string and the bytes read (the
+// curlANSIC decodes the text of $'…' up to its closing quote: the string and the bytes read (the
 // quote included; all of s when it is not closed).
-func ansiC(s string) (string, int) {
+func curlANSIC(s string) (string, int) {
 	var out strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -504,7 +504,7 @@ func ansiC(s string) (string, int) {
 		case 'x', 'u', 'U':
 			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
 			j := i + 1
-			for j < len(s) && j-i-1 < max && isHex(s[j]) {
+			for j < len(s) && j-i-1 < max && curlIsHex(s[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -542,22 +542,22 @@ func ansiC(s string) (string, int) {
 	return out.String(), len(s)
 }
 
-func isHex(c byte) bool {
+func curlIsHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// cmdCommands splits text as cmd.exe and then the program's C runtime would: carets escape the
+// curlCmdCommands splits text as cmd.exe and then the program's C runtime would: carets escape the
 // next character (a caret at a line's end continues the command; Chromium writes a new line
 // inside a value as ^ followed by two line breaks), "…" spans toggle the carets off, and & or a
 // new line separate commands; each command's words then follow the Microsoft C runtime rules
-// (cmdArgv).
-func cmdCommands(text string) ([][]string, error) {
+// (curlCmdArgv).
+func curlCmdCommands(text string) ([][]string, error) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var cmds [][]string
 	var line strings.Builder
 	quoted := false
 	flush := func() {
-		if w := cmdArgv(line.String()); len(w) > 0 {
+		if w := curlCmdArgv(line.String()); len(w) > 0 {
 			cmds = append(cmds, w)
 		}
 		line.Reset()
@@ -591,11 +591,11 @@ func cmdCommands(text string) ([][]string, error) {
 	return cmds, nil
 }
 
-// cmdArgv splits a command line into words by the Microsoft C runtime's rules: white space
+// curlCmdArgv splits a command line into words by the Microsoft C runtime's rules: white space
 // separates words outside quotes; 2n backslashes before a quote are n backslashes and the quote
 // opens or closes quoting, 2n+1 are n and a literal quote; "" inside quotes is a literal quote;
 // other backslashes are literal.
-func cmdArgv(s string) []string {
+func curlCmdArgv(s string) []string {
 	var words []string
 	var w strings.Builder
 	inWord, quoted := false, false

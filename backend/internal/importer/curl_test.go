@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-func TestCurlGolden(t *testing.T) { checkGolden(t, "curl", Options{}) }
+func TestCurlGolden(t *testing.T) { impCheckGolden(t, "curl", Options{}) }
 
 // TestCurlRunsAgainstLoopback runs Chromium's "Copy as cURL (cmd)" form of a PUT and checks the
 // request the target receives: method, path, query, headers (cookie and auth included), body.
 func TestCurlRunsAgainstLoopback(t *testing.T) {
-	res := importFixture(t, "curl", "testdata/curl/chromium_cmd_put.txt", Options{})
+	res := impFixture(t, "curl", "testdata/curl/chromium_cmd_put.txt", Options{})
 	delete(res.Plan["http"].(map[string]any), "insecure_skip_verify")
-	got := runImported(t, res.Plan)
+	got := impRun(t, res.Plan)
 	if len(got) != 1 {
 		t.Fatalf("the target received %d requests, want 1", len(got))
 	}
@@ -29,8 +29,8 @@ func TestCurlRunsAgainstLoopback(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", k, r.Header.Get(k), v)
 		}
 	}
-	res = importFixture(t, "curl", "testdata/curl/auth_form_redirects.txt", Options{})
-	got = runImported(t, res.Plan)
+	res = impFixture(t, "curl", "testdata/curl/auth_form_redirects.txt", Options{})
+	got = impRun(t, res.Plan)
 	if len(got) != 1 || got[0].Method != "POST" || got[0].Body != "name=Alice&city=Paris" {
 		t.Fatalf("got %+v", got)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// fuzzImport feeds a format's importer arbitrary input, seeded with its fixtures: it must not
+// impFuzz feeds a format's importer arbitrary input, seeded with its fixtures: it must not
 // panic, must answer an *InputError or a result, and a result's plan must pass plan.Parse.
-func fuzzImport(f *testing.F, format string, seeds ...string) {
+func impFuzz(f *testing.F, format string, seeds ...string) {
 	files, _ := filepath.Glob(filepath.Join("testdata", format, "*"))
 	for _, file := range files {
 		if strings.HasSuffix(file, ".golden.json") {
@@ -46,13 +46,13 @@ func fuzzImport(f *testing.F, format string, seeds ...string) {
 }
 
 func FuzzImportCurl(f *testing.F) {
-	fuzzImport(f, "curl", `curl $'\x41\u00e9' -H 'a: b'`, `curl ^"http://a.test/^" ^`+"\n"+`-d ^"x^"`, `curl -d`, `curl "`)
+	impFuzz(f, "curl", `curl $'\x41\u00e9' -H 'a: b'`, `curl ^"http://a.test/^" ^`+"\n"+`-d ^"x^"`, `curl -d`, `curl "`)
 }
 
 func FuzzImportHar(f *testing.F) {
-	fuzzImport(f, "har", `{"log":{"entries":[{"request":{"method":"GET","url":"http://a.test/"}}]}}`, `{"log":{"entries":[[[[`)
+	impFuzz(f, "har", `{"log":{"entries":[{"request":{"method":"GET","url":"http://a.test/"}}]}}`, `{"log":{"entries":[[[[`)
 }
 
 func FuzzImportPostman(f *testing.F) {
-	fuzzImport(f, "postman", `{"info":{"_postman_id":"x"},"item":[{"request":"http://a.test/{{v}}"}]}`, `{"item":[{"item":[{"item":[]}]}]}`)
+	impFuzz(f, "postman", `{"info":{"_postman_id":"x"},"item":[{"request":"http://a.test/{{v}}"}]}`, `{"item":[{"item":[{"item":[]}]}]}`)
 }

@@ -13,10 +13,22 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the importer's golden files (testdata/FORMAT/*.golden.json)")
+// -update rewrites the golden files (testdata/FORMAT/*.golden.json). The flag is defined here
+// unless another test file of the package (the jmx and openapi importers') defines it already.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the importer's golden files (testdata/FORMAT/*.golden.json)")
+	}
+}
 
-// goldenCases are the fixtures of a format: every file of testdata/dir but the golden ones.
-func goldenCases(t *testing.T, dir string) []string {
+// impUpdate reports whether -update was given.
+func impUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// impGoldenCases are the fixtures of a format: every file of testdata/dir but the golden ones.
+func impGoldenCases(t *testing.T, dir string) []string {
 	t.Helper()
 	all, err := filepath.Glob(filepath.Join("testdata", dir, "*"))
 	if err != nil {
@@ -34,10 +46,10 @@ func goldenCases(t *testing.T, dir string) []string {
 	return in
 }
 
-// checkGolden imports every fixture of a format, compares the result with its golden file
+// impCheckGolden imports every fixture of a format, compares the result with its golden file
 // (rewritten with -update) and proves the plan passes plan.Parse.
-func checkGolden(t *testing.T, format string, o Options) {
-	for _, f := range goldenCases(t, format) {
+func impCheckGolden(t *testing.T, format string, o Options) {
+	for _, f := range impGoldenCases(t, format) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -50,7 +62,7 @@ func checkGolden(t *testing.T, format string, o Options) {
 			if err != nil {
 				t.Fatalf("Import: %v", err)
 			}
-			js := mustPlanJSON(t, res.Plan)
+			js := impPlanJSON(t, res.Plan)
 			var out bytes.Buffer
 			enc := json.NewEncoder(&out)
 			enc.SetEscapeHTML(false)
@@ -59,7 +71,7 @@ func checkGolden(t *testing.T, format string, o Options) {
 				t.Fatal(err)
 			}
 			golden := strings.TrimSuffix(f, filepath.Ext(f)) + ".golden.json"
-			if *updateGolden {
+			if impUpdate() {
 				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -78,7 +90,7 @@ func checkGolden(t *testing.T, format string, o Options) {
 	}
 }
 
-func mustPlanJSON(t testing.TB, p map[string]any) []byte {
+func impPlanJSON(t testing.TB, p map[string]any) []byte {
 	t.Helper()
 	js, err := json.Marshal(p)
 	if err != nil {

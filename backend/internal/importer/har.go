@@ -19,15 +19,15 @@ import (
 // har: an HTTP Archive 1.2 (http://www.softwareishard.com/blog/har-12-spec/, as browsers'
 // developer tools save it) → a "sequence" plan of its entries in start order. The archive is read
 // with gjson, which walks the input without building it in memory (a HAR of tens of MB, mostly
-// response bodies, costs little more than its bytes); its nesting is bounded first (maxJSONDepth).
+// response bodies, costs little more than its bytes); its nesting is bounded first (impMaxJSONDepth).
 func init() { register("har", importHAR, detectHAR) }
 
-// maxJSONDepth bounds the nesting of a JSON input: a HAR or a collection nests less than 20 deep;
+// impMaxJSONDepth bounds the nesting of a JSON input: a HAR or a collection nests less than 20 deep;
 // deeper input is refused before any parser recurses into it.
-const maxJSONDepth = 64
+const impMaxJSONDepth = 64
 
 func detectHAR(data []byte) bool {
-	if jsonTooDeep(data, maxJSONDepth) >= 0 {
+	if impJSONTooDeep(data, impMaxJSONDepth) >= 0 {
 		return false
 	}
 	return gjson.GetBytes(data, "log.entries").IsArray()
@@ -67,8 +67,8 @@ type harEntry struct {
 }
 
 func importHAR(data []byte, o Options) (Result, error) {
-	if at := jsonTooDeep(data, maxJSONDepth); at >= 0 {
-		return Result{}, &InputError{Format: "har", Msg: fmt.Sprintf("the archive nests more than %d deep (at byte %d)", maxJSONDepth, at)}
+	if at := impJSONTooDeep(data, impMaxJSONDepth); at >= 0 {
+		return Result{}, &InputError{Format: "har", Msg: fmt.Sprintf("the archive nests more than %d deep (at byte %d)", impMaxJSONDepth, at)}
 	}
 	if !gjson.ValidBytes(data) {
 		return Result{}, &InputError{Format: "har", Msg: "not valid JSON"}
@@ -86,13 +86,13 @@ func importHAR(data []byte, o Options) (Result, error) {
 	entries.ForEach(func(_, e gjson.Result) bool {
 		i++
 		elem := fmt.Sprintf("entry %d", i)
-		if i > 100*maxEntries() {
-			b.skip(elem+" and later", fmt.Sprintf("an archive's first %d entries are read", 100*maxEntries()))
+		if i > 100*harMaxEntries() {
+			b.skip(elem+" and later", fmt.Sprintf("an archive's first %d entries are read", 100*harMaxEntries()))
 			return false
 		}
 		method := e.Get("request.method").String()
 		raw := e.Get("request.url").String()
-		elem += " " + method + " " + clipText(raw, 120)
+		elem += " " + method + " " + impClip(raw, 120)
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			b.skip(elem, "not an http or https request")
@@ -113,7 +113,7 @@ func importHAR(data []byte, o Options) (Result, error) {
 			k, v := h.Get("name").String(), h.Get("value").String()
 			lk := strings.ToLower(k)
 			switch {
-			case isEngineHeader(k):
+			case impEngineHeader(k):
 			case lk == "accept-encoding":
 				droppedHeaders["Accept-Encoding"] = true
 			case lk == "cookie":
@@ -152,14 +152,14 @@ func importHAR(data []byte, o Options) (Result, error) {
 			}
 		}
 		c := e.Get("response.content")
-		if strings.Contains(strings.ToLower(c.Get("mimeType").String()), "json") && c.Get("text").Exists() && len(kept) < maxEntries() {
+		if strings.Contains(strings.ToLower(c.Get("mimeType").String()), "json") && c.Get("text").Exists() && len(kept) < harMaxEntries() {
 			text := c.Get("text").String()
 			if c.Get("encoding").String() == "base64" {
 				if d, err := base64.StdEncoding.DecodeString(text); err == nil {
 					text = string(d)
 				}
 			}
-			if len(text) <= maxSuggestBody {
+			if len(text) <= harMaxSuggestBody {
 				he.json = []byte(text)
 			}
 		}
@@ -186,7 +186,7 @@ func importHAR(data []byte, o Options) (Result, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		b.skip("request headers Cookie ("+clipText(strings.Join(names, ", "), 150)+")", "the recorded cookies are not replayed: a run gets its own from the target's Set-Cookie (http.cookies), or add a Cookie header to the requests that need one")
+		b.skip("request headers Cookie ("+impClip(strings.Join(names, ", "), 150)+")", "the recorded cookies are not replayed: a run gets its own from the target's Set-Cookie (http.cookies), or add a Cookie header to the requests that need one")
 	}
 	if name == "" && len(kept) > 0 {
 		if u, err := url.Parse(kept[0].req.url); err == nil {
@@ -201,11 +201,11 @@ func importHAR(data []byte, o Options) (Result, error) {
 	return b.result("har")
 }
 
-// maxEntries bounds the entries that become requests (plan.MaxRequests); maxSuggestBody the
+// harMaxEntries bounds the entries that become requests (plan.MaxRequests); harMaxSuggestBody the
 // response bodies searched for values later requests reuse.
-func maxEntries() int { return 1000 }
+func harMaxEntries() int { return 1000 }
 
-const maxSuggestBody = 256 << 10
+const harMaxSuggestBody = 256 << 10
 
 // harThinkTimes sets each request's think time to the gap between its end and the next
 // request's start, in whole milliseconds; overlapping requests (a browser's parallel fetches)
@@ -308,7 +308,7 @@ func harWalk(doc any, p string, n *int, f func(p, val string)) {
 		return
 	}
 	join := func(k string) string {
-		k = gjsonEscape(k)
+		k = harGJSONEscape(k)
 		if p == "" {
 			return k
 		}
@@ -342,8 +342,8 @@ func harWalk(doc any, p string, n *int, f func(p, val string)) {
 	}
 }
 
-// gjsonEscape escapes the characters gjson gives a meaning in a path.
-func gjsonEscape(k string) string {
+// harGJSONEscape escapes the characters gjson gives a meaning in a path.
+func harGJSONEscape(k string) string {
 	var sb strings.Builder
 	for _, c := range k {
 		if strings.ContainsRune(`.*?|#@\!=<>%`, c) {
@@ -354,7 +354,7 @@ func gjsonEscape(k string) string {
 	return sb.String()
 }
 
-var nonVar = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+var harNonVar = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
 // harVarName makes a variable name (letters, digits, _) from a JSON path, unique among used: its
 // last key, with the key before when the last is as short as "id" ("user.id" → user_id).
@@ -372,7 +372,7 @@ func harVarName(p string, used map[string]bool) string {
 			key = keys[n-2] + "_" + key
 		}
 	}
-	v := strings.Trim(nonVar.ReplaceAllString(key, "_"), "_")
+	v := strings.Trim(harNonVar.ReplaceAllString(key, "_"), "_")
 	if v == "" || v[0] >= '0' && v[0] <= '9' {
 		v = "value_" + v
 	}
@@ -390,9 +390,9 @@ func harVarName(p string, used map[string]bool) string {
 	return v
 }
 
-// jsonTooDeep returns the offset where data's objects and arrays nest deeper than max, or -1
+// impJSONTooDeep returns the offset where data's objects and arrays nest deeper than max, or -1
 // (the same scan as plan.checkDepth, which is not exported).
-func jsonTooDeep(data []byte, max int) int {
+func impJSONTooDeep(data []byte, max int) int {
 	depth := 0
 	inString, escaped := false, false
 	for i, c := range data {

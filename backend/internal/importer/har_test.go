@@ -9,14 +9,14 @@ import (
 	"time"
 )
 
-func TestHARGolden(t *testing.T) { checkGolden(t, "har", Options{}) }
+func TestHARGolden(t *testing.T) { impCheckGolden(t, "har", Options{}) }
 
 // TestHARRunsAgainstLoopback replays Chromium's recording of a locally served page: the static
 // assets are left out, the login's token and user id are extracted from the live answers and
 // sent by the later requests in place of the recorded ones.
 func TestHARRunsAgainstLoopback(t *testing.T) {
-	res := importFixture(t, "har", "testdata/har/chromium_local_page.har", Options{})
-	got := runImported(t, res.Plan, map[string]string{
+	res := impFixture(t, "har", "testdata/har/chromium_local_page.har", Options{})
+	got := impRun(t, res.Plan, map[string]string{
 		"/api/login":            `{"token":"live-token-1","user":{"id":555}}`,
 		"/api/users/555/orders": `{"orders":[{"id":"ord-live"}]}`,
 	})
@@ -43,13 +43,13 @@ func TestHARRunsAgainstLoopback(t *testing.T) {
 }
 
 func TestHARKeepAssets(t *testing.T) {
-	res := importFixture(t, "har", "testdata/har/chromium_local_page.har", Options{KeepAssets: true})
+	res := impFixture(t, "har", "testdata/har/chromium_local_page.har", Options{KeepAssets: true})
 	if n := len(res.Plan["requests"].([]any)); n != 9 {
 		t.Errorf("%d requests with the assets kept, want 9", n)
 	}
 }
 
-// TestHARHostile: a 50 MB archive is read within a bounded time, and nesting past maxJSONDepth is
+// TestHARHostile: a 50 MB archive is read within a bounded time, and nesting past impMaxJSONDepth is
 // refused as unreadable input before any parser recurses.
 func TestHARHostile(t *testing.T) {
 	var b bytes.Buffer

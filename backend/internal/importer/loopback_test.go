@@ -16,23 +16,23 @@ import (
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
-// received is one request as the loopback target saw it.
-type received struct {
+// impReceived is one request as the loopback target saw it.
+type impReceived struct {
 	Method, Path, Query, Body string
 	Header                    http.Header
 }
 
-// runImported runs an imported plan once (one VU, one iteration) with every host of its
+// impRun runs an imported plan once (one VU, one iteration) with every host of its
 // requests resolved to a loopback target (http.hosts), and returns what the target received.
 // The target answers each path with answers[path], else {"token":"t-1","id":7}.
-func runImported(t *testing.T, p map[string]any, answers ...map[string]string) []received {
+func impRun(t *testing.T, p map[string]any, answers ...map[string]string) []impReceived {
 	t.Helper()
 	var mu sync.Mutex
-	var got []received
+	var got []impReceived
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		got = append(got, received{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()})
+		got = append(got, impReceived{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()})
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		body := `{"token":"t-1","id":7}`
@@ -62,7 +62,7 @@ func runImported(t *testing.T, p map[string]any, answers ...map[string]string) [
 	for _, r := range p["requests"].([]any) {
 		delete(r.(map[string]any), "think_time")
 	}
-	js := mustPlanJSON(t, p)
+	js := impPlanJSON(t, p)
 	pl, err := plan.Parse(js)
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, js)
@@ -85,8 +85,8 @@ func runImported(t *testing.T, p map[string]any, answers ...map[string]string) [
 	return got
 }
 
-// importFixture imports one fixture file.
-func importFixture(t *testing.T, format, path string, o Options) Result {
+// impFixture imports one fixture file.
+func impFixture(t *testing.T, format, path string, o Options) Result {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -98,7 +98,7 @@ func importFixture(t *testing.T, format, path string, o Options) Result {
 	}
 	// A copy, so a test's changes to the plan stay its own.
 	var p map[string]any
-	if err := json.Unmarshal(mustPlanJSON(t, res.Plan), &p); err != nil {
+	if err := json.Unmarshal(impPlanJSON(t, res.Plan), &p); err != nil {
 		t.Fatal(err)
 	}
 	res.Plan = p

@@ -25,7 +25,7 @@ import (
 func init() { register("postman", importPostman, detectPostman) }
 
 func detectPostman(data []byte) bool {
-	if jsonTooDeep(data, maxJSONDepth) >= 0 {
+	if impJSONTooDeep(data, impMaxJSONDepth) >= 0 {
 		return false
 	}
 	s := gjson.GetBytes(data, "info.schema").String()
@@ -51,8 +51,8 @@ type postmanImport struct {
 }
 
 func importPostman(data []byte, _ Options) (Result, error) {
-	if at := jsonTooDeep(data, maxJSONDepth); at >= 0 {
-		return Result{}, &InputError{Format: "postman", Msg: fmt.Sprintf("the collection nests more than %d deep (at byte %d)", maxJSONDepth, at)}
+	if at := impJSONTooDeep(data, impMaxJSONDepth); at >= 0 {
+		return Result{}, &InputError{Format: "postman", Msg: fmt.Sprintf("the collection nests more than %d deep (at byte %d)", impMaxJSONDepth, at)}
 	}
 	if !gjson.ValidBytes(data) {
 		return Result{}, &InputError{Format: "postman", Msg: "not valid JSON"}
@@ -185,7 +185,7 @@ func (pi *postmanImport) request(elem string, req gjson.Result, auth gjson.Resul
 	}
 	for _, h := range hdrs {
 		k, v := h[0], h[1]
-		if isEngineHeader(k) {
+		if impEngineHeader(k) {
 			pi.b.skip(elem+" header "+k, "the engine sets this header itself")
 			continue
 		}
@@ -287,7 +287,7 @@ func (pi *postmanImport) body(elem string, body gjson.Result, r *impRequest) boo
 		var parts []string
 		for _, kv := range body.Get("urlencoded").Array() {
 			if !kv.Get("disabled").Bool() {
-				parts = append(parts, escapeKeepVars(kv.Get("key").String())+"="+escapeKeepVars(kv.Get("value").String()))
+				parts = append(parts, postmanEscape(kv.Get("key").String())+"="+postmanEscape(kv.Get("value").String()))
 			}
 		}
 		r.body = strings.Join(parts, "&")
@@ -310,8 +310,8 @@ func (pi *postmanImport) body(elem string, body gjson.Result, r *impRequest) boo
 	return true
 }
 
-// authParam is a parameter of a v2.1 auth ([{key, value}]) or a v2.0 one ({key: value}).
-func authParam(a gjson.Result, kind, key string) string {
+// postmanAuthParam is a parameter of a v2.1 auth ([{key, value}]) or a v2.0 one ({key: value}).
+func postmanAuthParam(a gjson.Result, kind, key string) string {
 	p := a.Get(kind)
 	if p.IsArray() {
 		for _, kv := range p.Array() {
@@ -329,9 +329,9 @@ func (pi *postmanImport) auth(elem string, a gjson.Result, r *impRequest, local 
 	switch t := a.Get("type").String(); t {
 	case "", "noauth", "inherit":
 	case "bearer":
-		r.setHeader("Authorization", "Bearer "+authParam(a, t, "token"))
+		r.setHeader("Authorization", "Bearer "+postmanAuthParam(a, t, "token"))
 	case "basic":
-		user, pass := authParam(a, t, "username"), authParam(a, t, "password")
+		user, pass := postmanAuthParam(a, t, "username"), postmanAuthParam(a, t, "password")
 		cred := pi.inline(user, local) + ":" + pi.inline(pass, local)
 		if strings.Contains(cred, "{{") {
 			pi.b.skip(elem+" basic auth", "its user or password is a variable the collection does not define, and basic auth is sent encoded: add the Authorization header by hand")
@@ -339,21 +339,21 @@ func (pi *postmanImport) auth(elem string, a gjson.Result, r *impRequest, local 
 		}
 		r.setHeader("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
 	case "apikey":
-		key, val := authParam(a, t, "key"), authParam(a, t, "value")
+		key, val := postmanAuthParam(a, t, "key"), postmanAuthParam(a, t, "value")
 		if key == "" {
 			key = "X-API-Key"
 		}
-		if authParam(a, t, "in") == "query" {
+		if postmanAuthParam(a, t, "in") == "query" {
 			sep := "?"
 			if strings.Contains(r.url, "?") {
 				sep = "&"
 			}
-			r.url += sep + escapeKeepVars(key) + "=" + escapeKeepVars(val)
+			r.url += sep + postmanEscape(key) + "=" + postmanEscape(val)
 		} else {
 			r.setHeader(key, val)
 		}
 	case "oauth2":
-		if tok := authParam(a, t, "accessToken"); tok != "" && authParam(a, t, "addTokenTo") != "queryParams" {
+		if tok := postmanAuthParam(a, t, "accessToken"); tok != "" && postmanAuthParam(a, t, "addTokenTo") != "queryParams" {
 			r.setHeader("Authorization", "Bearer "+tok)
 			if !pi.noted["oauth2 "+tok] {
 				pi.noted["oauth2 "+tok] = true
@@ -398,9 +398,9 @@ func (pi *postmanImport) hostVars(elem, u string, local map[string]string) strin
 		n := strings.TrimSpace(m[1])
 		if !pi.noted["host "+n] {
 			pi.noted["host "+n] = true
-			pi.b.skip("variable {{"+n+"}}", "stands in the URL's host but the collection does not define it (an environment's?): the URL has the host "+hostLabel(n)+".invalid; edit it")
+			pi.b.skip("variable {{"+n+"}}", "stands in the URL's host but the collection does not define it (an environment's?): the URL has the host "+postmanHostLabel(n)+".invalid; edit it")
 		}
-		head = postmanVarRef.ReplaceAllStringFunc(head, func(m string) string { return hostLabel(m[2:len(m)-2]) + ".invalid" })
+		head = postmanVarRef.ReplaceAllStringFunc(head, func(m string) string { return postmanHostLabel(m[2:len(m)-2]) + ".invalid" })
 	}
 	if !strings.Contains(head, "://") {
 		head = "http://" + head // Postman's default scheme
@@ -408,7 +408,7 @@ func (pi *postmanImport) hostVars(elem, u string, local map[string]string) strin
 	return head + u[end:]
 }
 
-func hostLabel(n string) string {
+func postmanHostLabel(n string) string {
 	l := strings.Trim(regexp.MustCompile(`[^A-Za-z0-9-]+`).ReplaceAllString(n, "-"), "-")
 	if l == "" {
 		l = "host"
@@ -462,8 +462,8 @@ func (pi *postmanImport) column(elem, n string) string {
 	return c
 }
 
-// escapeKeepVars query-escapes s, leaving its {{variables}} as they are.
-func escapeKeepVars(s string) string {
+// postmanEscape query-escapes s, leaving its {{variables}} as they are.
+func postmanEscape(s string) string {
 	var sb strings.Builder
 	last := 0
 	for _, m := range postmanVarRef.FindAllStringIndex(s, -1) {

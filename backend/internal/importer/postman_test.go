@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-func TestPostmanGolden(t *testing.T) { checkGolden(t, "postman", Options{}) }
+func TestPostmanGolden(t *testing.T) { impCheckGolden(t, "postman", Options{}) }
 
 // TestPostmanRunsAgainstLoopback runs the folders-and-auth collection: requests in folder order,
 // the collection's bearer token from the data table, a folder variable in the path, basic auth,
 // an API key in the query, noauth in the Public folder.
 func TestPostmanRunsAgainstLoopback(t *testing.T) {
-	res := importFixture(t, "postman", "testdata/postman/folders_auth.postman_collection.json", Options{})
-	got := runImported(t, res.Plan)
+	res := impFixture(t, "postman", "testdata/postman/folders_auth.postman_collection.json", Options{})
+	got := impRun(t, res.Plan)
 	var lines []string
 	for _, r := range got {
 		lines = append(lines, r.Method+" "+r.Path+"?"+r.Query+" auth="+r.Header.Get("Authorization")+" key="+r.Header.Get("X-Api-Key"))
@@ -32,8 +32,8 @@ func TestPostmanRunsAgainstLoopback(t *testing.T) {
 	if u, p, ok := (&http.Request{Header: got[2].Header}).BasicAuth(); !ok || u != "admin" || p != "s3cret" {
 		t.Errorf("basic auth %q %q", u, p)
 	}
-	res = importFixture(t, "postman", "testdata/postman/bodies.postman_collection.json", Options{})
-	got = runImported(t, res.Plan)
+	res = impFixture(t, "postman", "testdata/postman/bodies.postman_collection.json", Options{})
+	got = impRun(t, res.Plan)
 	if len(got) != 3 || got[0].Body != "user=alice&password=wonder+land%26co&next=/account" ||
 		got[0].Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
 		t.Fatalf("got %+v", got)
