@@ -63,3 +63,26 @@ func TestCurlLargeBody(t *testing.T) {
 		}
 	}
 }
+
+// TestCurlQuoting: the words of the quoting forms browsers and shells write.
+func TestCurlQuoting(t *testing.T) {
+	for _, c := range []struct{ name, cmd, url, body string }{
+		{"ansi-c escapes", `curl http://a.test/ --data-raw $'a\'b\n\x41\u00e9\t!'`, "http://a.test/", "a'b\nAé\t!"},
+		{"double quotes keep other backslashes", `curl http://a.test/ --data-raw "a\"b\\c\d \$x"`, "http://a.test/", `a"b\c\d $x`},
+		{"single quotes are literal", `curl http://a.test/ --data-raw 'a\nb"c'`, "http://a.test/", `a\nb"c`},
+		{"continuation lines", "curl \\\n  'http://a.test/p' \\\r\n  --data-raw 'x'", "http://a.test/p", "x"},
+		{"cmd: carets, escaped quotes, a new line in a value", "curl ^\"http://a.test/q?a=1^&b=2^\" ^\n  --data-raw ^\"^{^\\^\"k^\\^\":^\\^\"l1^\n\nl2^\\^\"^}^\"", "http://a.test/q?a=1&b=2", `{"k":"l1` + "\n" + `l2"}`},
+		{"cmd: %^ before a letter", `curl ^"http://a.test/^" --data-raw ^"100^%^25 off^"`, "http://a.test/", "100%25 off"},
+		{"cmd: plain quotes and doubled quotes", `curl "http://a.test/" --data-raw "say ""hi"" \"there\"" ^` + "\n" + ` -X PUT`, "http://a.test/", `say "hi" "there"`},
+	} {
+		res, err := Import("curl", []byte(c.cmd), Options{})
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		r := res.Plan["requests"].([]any)[0].(map[string]any)
+		if r["url"] != c.url || r["body"] != c.body {
+			t.Errorf("%s: url %q body %q, want %q %q", c.name, r["url"], r["body"], c.url, c.body)
+		}
+	}
+}
