@@ -5,7 +5,7 @@ import PlanEditor from '../pages/PlanEditor.svelte';
 import { setImported } from '../lib/importHandoff';
 
 function mockFetch(status: number, body: unknown) {
-  const f = vi.fn(async (_url: string, _init: RequestInit = {}) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } }));
+  const f = vi.fn(async (_url: string, _init: RequestInit) => new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } }));
   vi.stubGlobal('fetch', f);
   return f;
 }
