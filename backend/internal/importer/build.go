@@ -42,6 +42,7 @@ type impRequest struct {
 	body    string
 	think   string
 	extract []map[string]any
+	checks  []map[string]any
 }
 
 // header returns the value of the request's header name (case-insensitive) and whether it is set.
@@ -131,6 +132,13 @@ func (b *impPlan) add(element string, r impRequest) bool {
 	}
 	if r.think != "" {
 		m["think_time"] = r.think
+	}
+	if len(r.checks) > 0 {
+		c := make([]any, len(r.checks))
+		for i := range r.checks {
+			c[i] = r.checks[i]
+		}
+		m["checks"] = c
 	}
 	if len(r.extract) > 0 {
 		x := make([]any, len(r.extract))

@@ -97,7 +97,9 @@ func importPostman(data []byte, _ Options) (Result, error) {
 }
 
 // events lists the scripts of a collection, folder or request as skipped.
-func (pi *postmanImport) events(elem string, node gjson.Result) {
+// A request's test script asserting its status (pm.response.to.have.status(200),
+// pm.expect(pm.response.code).to.eql(200)) gives it a status check (returned).
+func (pi *postmanImport) events(elem string, node gjson.Result) (checks []map[string]any) {
 	for _, e := range node.Get("event").Array() {
 		exec := e.Get("script.exec")
 		text := exec.String()
@@ -112,9 +114,20 @@ func (pi *postmanImport) events(elem string, node gjson.Result) {
 			continue
 		}
 		kind := e.Get("listen").String()
-		pi.b.skip(elem+" "+kind+" script", "scripts are not run: write a test script's assertions as checks, a pre-request script's values as data or extraction")
+		reason := "scripts are not run: write a test script's assertions as checks, a pre-request script's values as data or extraction"
+		if kind == "test" {
+			if m := postmanStatusTest.FindStringSubmatch(text); m != nil {
+				code := m[1] + m[2]
+				checks = append(checks, map[string]any{"type": "status", "op": "eq", "value": json.Number(code)})
+				reason = "scripts are not run; its status assertion became the check status = " + code + ", the rest is to write as checks"
+			}
+		}
+		pi.b.skip(elem+" "+kind+" script", reason)
 	}
+	return checks
 }
+
+var postmanStatusTest = regexp.MustCompile(`response\.to\.have\.status\((\d{3})\)|expect\(pm\.response\.code\)\.to\.(?:eql|equal|be\.equal)\((\d{3})\)`)
 
 // items walks a list of items in order: folders (an item with an item list) first their own
 // items, depth first; auth is inherited from the closest folder, folder variables are written in
@@ -154,13 +167,13 @@ func (pi *postmanImport) items(list gjson.Result, prefix string, auth gjson.Resu
 		if x := req.Get("auth"); x.Exists() && x.Get("type").String() != "inherit" {
 			a = x
 		}
-		pi.events(elem, it)
-		pi.request(elem, req, a, local)
+		checks := pi.events(elem, it)
+		pi.request(elem, req, a, local, checks)
 	}
 }
 
-func (pi *postmanImport) request(elem string, req gjson.Result, auth gjson.Result, local map[string]string) {
-	r := impRequest{name: elem, method: "GET"}
+func (pi *postmanImport) request(elem string, req gjson.Result, auth gjson.Result, local map[string]string, checks []map[string]any) {
+	r := impRequest{name: elem, method: "GET", checks: checks}
 	if req.Type == gjson.String { // a request may be its URL alone
 		r.url = req.String()
 	} else {
