@@ -11,6 +11,7 @@ package importer
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Skipped is one element of the input that is not in the plan, and why.
@@ -72,12 +73,12 @@ func Import(name string, data []byte, o Options) (Result, error) {
 	}
 	if name == "" || name == "detect" {
 		if name = Detect(data); name == "" {
-			return Result{}, &InputError{Msg: "the format could not be detected; name it (one of " + fmt.Sprint(Formats()) + ")"}
+			return Result{}, &InputError{Msg: "the format could not be detected; name it (one of " + strings.Join(Formats(), ", ") + ")"}
 		}
 	}
 	f, ok := formats[name]
 	if !ok {
-		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("%q is not a format (one of %v)", name, Formats())}
+		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("%q is not a format (one of %s)", name, strings.Join(Formats(), ", "))}
 	}
 	r, err := f.run(data, o)
 	if err != nil {
