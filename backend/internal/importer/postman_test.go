@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,5 +41,18 @@ func TestPostmanRunsAgainstLoopback(t *testing.T) {
 	}
 	if got[2].Method != "PATCH" || got[2].Path != "/api/orders/9" || got[2].Body != `<order><item id="42" qty="2"/></order>` {
 		t.Errorf("xml request: %+v", got[2])
+	}
+}
+
+// TestPostmanHostile: folders nested past the JSON depth bound are refused as unreadable input,
+// and a v1 collection is told to be exported again.
+func TestPostmanHostile(t *testing.T) {
+	deep := `{"info":{"_postman_id":"x"},"item":` + strings.Repeat(`[{"item":`, 200_000) + `[]` + strings.Repeat(`}]`, 200_000) + `}`
+	var ie *InputError
+	if _, err := Import("postman", []byte(deep), Options{}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "nests more than") {
+		t.Errorf("deep folders: %v", err)
+	}
+	if _, err := Import("postman", []byte(`{"id":"1","name":"old","order":[],"requests":[]}`), Options{}); !errors.As(err, &ie) || !strings.Contains(err.Error(), "v2.1") {
+		t.Errorf("v1: %v", err)
 	}
 }
