@@ -85,8 +85,10 @@ FUZZ_TARGETS := \
 	./backend/internal/plan:FuzzParseThreshold ./backend/internal/plan:FuzzDuration \
 	./backend/internal/plan:FuzzDataColumns ./backend/internal/engine:FuzzTemplateRender \
 	./backend/internal/engine:FuzzEngineNew ./backend/internal/api:FuzzAPI \
-	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames
-FUZZ_TARGETS += ./backend/internal/importer:FuzzImportJMX ./backend/internal/importer:FuzzImportOpenAPI
+	./backend/internal/runs:FuzzLiveMessages ./backend/internal/hub:FuzzClientFrames \
+	./backend/internal/importer:FuzzImportCurl ./backend/internal/importer:FuzzImportHar \
+	./backend/internal/importer:FuzzImportPostman ./backend/internal/importer:FuzzImportJMX \
+	./backend/internal/importer:FuzzImportOpenAPI
 
 fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
 	@for t in $(FUZZ_TARGETS); do \

@@ -52,6 +52,8 @@ var routePolicy = auth.Policy{
 	{Method: http.MethodPost, Route: "/api/runs/import", Role: auth.Tester},
 	// A test request of a plan (send.go) goes to its target as a run would: a tester's.
 	{Method: http.MethodPost, Route: "/api/plans/send", Role: auth.Tester},
+	// Another tool's test turned into a plan (sourceimport.go): a tester's, as creating a plan is.
+	{Method: http.MethodPost, Route: "/api/import", Role: auth.Tester},
 }
 
 // publicRoutes answer without a session or token.

@@ -47,6 +47,9 @@ func bodyLimit(c *gin.Context) int64 {
 	if c.FullPath() == importRoute && c.Request.Method == http.MethodPost {
 		return maxImportBody
 	}
+	if c.FullPath() == sourceImportRoute && c.Request.Method == http.MethodPost {
+		return maxSourceImportBody // sourceimport.go
+	}
 	return maxBody
 }
 

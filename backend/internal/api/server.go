@@ -169,6 +169,7 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/runs/:id/distribution", s.wrap(s.distribution))
 	a.GET("/runs/:id/report", longWrite, s.runReport)
 	a.POST("/runs/import", s.wrap(s.importRun)) // runimport.go
+	a.POST("/import", s.wrap(s.importSource))   // sourceimport.go
 	a.POST("/runs/:id/stop", s.wrap(s.stopRun))
 	a.POST("/runs/:id/control", s.wrap(s.controlRun)) // control.go
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))

@@ -2,55 +2,57 @@ package importer
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// seedFixtures adds every fixture of testdata/dir (goldens aside) to the fuzz corpus.
-func seedFixtures(f *testing.F, dir string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
-	for _, name := range files {
-		if strings.HasSuffix(name, ".golden.json") {
+// impFuzz feeds a format's importer arbitrary input, seeded with its fixtures: it must not
+// panic, must answer an *InputError or a result, and a result's plan must pass plan.Parse.
+func impFuzz(f *testing.F, format string, seeds ...string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", format, "*"))
+	for _, file := range files {
+		if strings.HasSuffix(file, ".golden.json") {
 			continue
 		}
-		data, err := os.ReadFile(name)
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := Import(format, data, Options{KeepAssets: len(data)%2 == 0})
 		if err != nil {
-			f.Fatal(err)
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("an error that is not an *InputError: %v", err)
+			}
+			return
 		}
-		f.Add(data)
-	}
-}
-
-// fuzzImport checks what holds for any input: no panic; either an *InputError or a result with
-// at least one request whose plan encodes as JSON.
-func fuzzImport(t *testing.T, format string, data []byte) {
-	r, err := Import(format, data, Options{})
-	if err != nil {
-		if _, ok := err.(*InputError); !ok {
-			t.Fatalf("error %T %v is not an *InputError", err, err)
+		js, err := json.Marshal(res.Plan)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return
-	}
-	if reqs, _ := r.Plan["requests"].([]map[string]any); len(reqs) == 0 {
-		t.Fatalf("a result without requests: %v", r.Plan)
-	}
-	if _, err := json.Marshal(r); err != nil {
-		t.Fatalf("result does not encode: %v", err)
-	}
+		if _, err := plan.Parse(js); err != nil {
+			t.Fatalf("the imported plan does not validate: %v\n%s", err, js)
+		}
+	})
 }
 
-func FuzzImportJMX(f *testing.F) {
-	seedFixtures(f, "jmx")
-	f.Add([]byte(billionLaughsXML))
-	f.Add([]byte(`<jmeterTestPlan><hashTree><TestPlan/><hashTree><ThreadGroup/><hashTree><HTTPSamplerProxy><stringProp name="HTTPSampler.domain">${a${b}}</stringProp></HTTPSamplerProxy></hashTree></hashTree></hashTree></jmeterTestPlan>`))
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, "jmx", data) })
+func FuzzImportCurl(f *testing.F) {
+	impFuzz(f, "curl", `curl $'\x41\u00e9' -H 'a: b'`, `curl ^"http://a.test/^" ^`+"\n"+`-d ^"x^"`, `curl -d`, `curl "`)
 }
 
-func FuzzImportOpenAPI(f *testing.F) {
-	seedFixtures(f, "openapi")
-	f.Add([]byte("openapi: 3.1.0\npaths:\n  /a/{x}:\n    get: {parameters: [{name: x, in: path, schema: {$ref: '#/x'}}]}\nx: &a [*a]\n"))
-	f.Add([]byte(`{"openapi":"3.0.0","paths":{"/":{"post":{"requestBody":{"content":{"application/json":{"schema":{"allOf":[{"$ref":"#"}]}}}}}}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, "openapi", data) })
+func FuzzImportHar(f *testing.F) {
+	impFuzz(f, "har", `{"log":{"entries":[{"request":{"method":"GET","url":"http://a.test/"}}]}}`, `{"log":{"entries":[[[[`)
+}
+
+func FuzzImportPostman(f *testing.F) {
+	impFuzz(f, "postman", `{"info":{"_postman_id":"x"},"item":[{"request":"http://a.test/{{v}}"}]}`, `{"item":[{"item":[{"item":[]}]}]}`)
 }

@@ -13,54 +13,43 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// The golden files beside each fixture (NAME.golden.json) hold the imported plan and the skipped
-// list; `go test ./backend/internal/importer -run Golden -update` rewrites them. The flag is
-// registered here only if no other test file of the package registered it first.
+// -update rewrites the golden files (testdata/FORMAT/*.golden.json). The flag is defined here
+// unless another test file of the package (the jmx and openapi importers') defines it already.
 func init() {
 	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the importers' golden files")
+		flag.Bool("update", false, "rewrite the importer's golden files (testdata/FORMAT/*.golden.json)")
 	}
 }
 
-func updating() bool { return flag.Lookup("update").Value.String() == "true" }
-
-// marshalResult is the golden form of a result: indented JSON, "<" and "&" kept as written.
-func marshalResult(t *testing.T, r Result) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(map[string]any{"plan": r.Plan, "skipped": r.Skipped}); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+// impUpdate reports whether -update was given.
+func impUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
 }
 
-// parsePlan proves an imported plan is one `volley run` and the API accept.
-func parsePlan(t *testing.T, r Result) *plan.Plan {
+// impGoldenCases are the fixtures of a format: every file of testdata/dir but the golden ones.
+func impGoldenCases(t *testing.T, dir string) []string {
 	t.Helper()
-	js, err := json.Marshal(r.Plan)
+	all, err := filepath.Glob(filepath.Join("testdata", dir, "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.Parse(js)
-	if err != nil {
-		t.Fatalf("imported plan does not validate: %v\n%s", err, js)
-	}
-	return p
-}
-
-// goldenFormat imports every fixture of testdata/dir with the suffixes given and compares the
-// result with its golden file.
-func goldenFormat(t *testing.T, format, dir string, suffixes ...string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", dir, "*"))
-	n := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, ".golden.json") || !hasSuffix(f, suffixes) {
-			continue
+	var in []string
+	for _, f := range all {
+		if !strings.HasSuffix(f, ".golden.json") {
+			in = append(in, f)
 		}
-		n++
+	}
+	if len(in) < 5 {
+		t.Fatalf("testdata/%s holds %d fixtures; at least 5 are wanted", dir, len(in))
+	}
+	return in
+}
+
+// impCheckGolden imports every fixture of a format, compares the result with its golden file
+// (rewritten with -update) and proves the plan passes plan.Parse.
+func impCheckGolden(t *testing.T, format string, o Options) {
+	for _, f := range impGoldenCases(t, format) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -69,47 +58,43 @@ func goldenFormat(t *testing.T, format, dir string, suffixes ...string) {
 			if got := Detect(data); got != format {
 				t.Errorf("Detect = %q, want %q", got, format)
 			}
-			r, err := Import(format, data, Options{})
+			res, err := Import(format, data, o)
 			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			js := impPlanJSON(t, res.Plan)
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(res); err != nil {
 				t.Fatal(err)
 			}
-			if r.Format != format {
-				t.Errorf("Format = %q", r.Format)
-			}
-			parsePlan(t, r)
-			got := marshalResult(t, r)
 			golden := strings.TrimSuffix(f, filepath.Ext(f)) + ".golden.json"
-			if updating() {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
+			if impUpdate() {
+				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				return
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
+				t.Fatalf("%v (run go test -update to write it)", err)
 			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("import of %s differs from %s (run with -update and review the diff):\n%s", f, golden, got)
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("the import differs from %s (go test -update rewrites it):\n%s", golden, out.String())
+			}
+			if _, err := plan.Parse(js); err != nil {
+				t.Errorf("the imported plan does not validate: %v\n%s", err, js)
 			}
 		})
 	}
-	if n < 5 {
-		t.Errorf("%d fixtures in testdata/%s; at least 5 expected", n, dir)
-	}
 }
 
-func hasSuffix(f string, suffixes []string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(f, s) {
-			return true
-		}
+func impPlanJSON(t testing.TB, p map[string]any) []byte {
+	t.Helper()
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
-}
-
-func TestGoldenJMX(t *testing.T) { goldenFormat(t, "jmx", "jmx", ".jmx") }
-
-func TestGoldenOpenAPI(t *testing.T) {
-	goldenFormat(t, "openapi", "openapi", ".json", ".yaml", ".yml")
+	return js
 }

@@ -1,13 +1,20 @@
-// Package importer turns test plans of other tools (curl, HAR, JMeter, Postman, OpenAPI) into
-// Volley plans, listing what it could not import.
+// Package importer turns tests written for other tools — a curl command line, a browser's HAR
+// recording, a JMeter .jmx file, a Postman collection v2.1, an OpenAPI 3 document — into a Volley
+// plan, and lists every element it could not carry over with the reason.
+//
+// Each format lives in a file of its own that registers itself from init (register). The plan is
+// built as a map[string]any in plan JSON (exactly what a user would write), so it can be printed,
+// shown in the editor, or checked with plan.Parse; an importer never writes fields a plan does not
+// have.
 package importer
 
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
-// Skipped is one element of the input that was not imported, with the reason.
+// Skipped is one element of the input that is not in the plan, and why.
 type Skipped struct {
 	Element string `json:"element"`
 	Reason  string `json:"reason"`
@@ -15,10 +22,10 @@ type Skipped struct {
 
 // Options tune an import.
 type Options struct {
-	KeepAssets bool // HAR: keep images/fonts/css/js
+	KeepAssets bool /* HAR: keep images/fonts/css/js */
 }
 
-// Result is an imported plan (as plan JSON) and what was left out.
+// Result is an imported plan (plan JSON as a map), what was skipped, and the format read.
 type Result struct {
 	Plan    map[string]any `json:"plan"`
 	Skipped []Skipped      `json:"skipped"`
@@ -37,7 +44,7 @@ func register(name string, run func([]byte, Options) (Result, error), detect fun
 	formats[name] = format{name, run, detect}
 }
 
-// Formats lists the format names, sorted.
+// Formats returns the names of the registered formats, sorted.
 func Formats() []string {
 	names := make([]string, 0, len(formats))
 	for n := range formats {
@@ -47,7 +54,8 @@ func Formats() []string {
 	return names
 }
 
-// Detect names the format of data, "" when unknown.
+// Detect names the format data is written in, trying the formats in name order; "" when none
+// recognises it.
 func Detect(data []byte) string {
 	for _, n := range Formats() {
 		if f := formats[n]; f.detect != nil && f.detect(data) {
@@ -57,14 +65,20 @@ func Detect(data []byte) string {
 	return ""
 }
 
-// Import converts data of the named format; unreadable input is an *InputError.
+// Import reads data in the named format ("" or "detect": Detect). Input it cannot read — over
+// MaxInput bytes, an unknown format, malformed text — is an *InputError.
 func Import(name string, data []byte, o Options) (Result, error) {
+	if len(data) > MaxInput {
+		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("the input is %d bytes; at most %d (64 MiB)", len(data), MaxInput)}
+	}
+	if name == "" || name == "detect" {
+		if name = Detect(data); name == "" {
+			return Result{}, &InputError{Msg: "the format could not be detected; name it (one of " + strings.Join(Formats(), ", ") + ")"}
+		}
+	}
 	f, ok := formats[name]
 	if !ok {
-		return Result{}, &InputError{Format: name, Msg: "unknown format"}
-	}
-	if len(data) > MaxInput {
-		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("input is %d bytes; at most %d", len(data), MaxInput)}
+		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("%q is not a format (one of %s)", name, strings.Join(Formats(), ", "))}
 	}
 	r, err := f.run(data, o)
 	if err != nil {
@@ -77,10 +91,15 @@ func Import(name string, data []byte, o Options) (Result, error) {
 	return r, nil
 }
 
-// InputError is input that could not be read as the format.
+// InputError is input an importer cannot read at all (as opposed to elements it skips).
 type InputError struct{ Format, Msg string }
 
-func (e *InputError) Error() string { return e.Format + ": " + e.Msg }
+func (e *InputError) Error() string {
+	if e.Format == "" {
+		return e.Msg
+	}
+	return e.Format + ": " + e.Msg
+}
 
-// MaxInput is the largest input in bytes; larger input is refused before parsing.
-const MaxInput = 64 << 20
+// MaxInput bounds the input of an import, in bytes; larger input is refused before parsing.
+const MaxInput = 64 << 20 // bytes; larger input is refused before parsing

@@ -4,6 +4,7 @@ import { t } from './i18n.svelte';
 import type {
   CompareResponse,
   DistributionResponse,
+  ImportResult,
   ListResponse,
   Plan,
   PlanInput,
@@ -248,6 +249,8 @@ export const api = {
   sendRequest: (plan: PlanInput, requestIndex: number, planId?: number) =>
     request<SendResult>('POST', '/api/plans/send', planId ? { plan, request: requestIndex, plan_id: planId } : { plan, request: requestIndex }),
   /** The secret store: names and times only; values are write-only. */
+  importPlan: (input: string, format: string, keepAssets = false) =>
+    request<ImportResult>('POST', `/api/import${format && format !== 'detect' ? `?format=${encodeURIComponent(format)}` : ''}`, { input, keep_assets: keepAssets }),
   listSecrets: (signal?: AbortSignal) => request<ListResponse<Secret>>('GET', '/api/secrets', undefined, signal),
   putSecret: (name: string, value: string) => request<Secret>('PUT', `/api/secrets/${encodeURIComponent(name)}`, { value }),
   deleteSecret: (name: string) => request<void>('DELETE', `/api/secrets/${encodeURIComponent(name)}`),

@@ -159,3 +159,10 @@ export interface Secret {
   created_at: string;
   updated_at: string;
 }
+
+/** POST /api/import: another tool's test as plan JSON, with what was left out and why. */
+export interface ImportResult {
+  plan: PlanInput;
+  skipped: { element: string; reason: string }[];
+  format: string;
+}
