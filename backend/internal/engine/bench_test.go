@@ -39,6 +39,11 @@ func benchRun(b *testing.B, url string, vus int) *metrics.Summary {
 	p := &plan.Plan{Name: "bench", Requests: []plan.Request{{URL: url}},
 		Load: plan.Load{Executor: plan.PerVUIterations, VUs: vus, Iterations: max(b.N/vus, 1)}}
 	p.Defaults()
+	return benchRunPlan(b, p)
+}
+
+// benchRunPlan is benchRun for a plan of the caller's.
+func benchRunPlan(b *testing.B, p *plan.Plan) *metrics.Summary {
 	e, err := newEngine(p, Options{})
 	if err != nil {
 		b.Fatal(err)

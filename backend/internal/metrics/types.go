@@ -50,6 +50,9 @@ type Sample struct {
 	Failures []FailureGroup `json:"failures,omitempty"`
 	// Events are the load changes (live control) made in this second.
 	Events []RunEvent `json:"events,omitempty"`
+	// BodyBytesDecoded is the decoded size of the compressed bodies decoded in this second for a
+	// check or an extraction (BytesIn stays the bytes on the wire).
+	BodyBytesDecoded int64 `json:"body_bytes_decoded,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -129,6 +132,9 @@ type Summary struct {
 	// Events are the run's load changes (live control), in order; empty when there were none
 	// (absent from runs older than live control).
 	Events []RunEvent `json:"events"`
+	// BodyBytesDecoded is the decoded size of the compressed response bodies that were decoded
+	// for a check or an extraction (engine/decode.go); BytesIn and BodyBytesIn stay wire bytes.
+	BodyBytesDecoded int64 `json:"body_bytes_decoded"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

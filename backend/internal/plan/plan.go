@@ -110,6 +110,7 @@ type Check struct {
 //	{"var":"token", "from":"json",   "path":"data.token"}   (gjson path syntax)
 //	{"var":"sid",   "from":"header", "name":"X-Session"}
 //	{"var":"id",    "from":"regex",  "pattern":"id=(\\d+)"} (the first group, else the match)
+//	{"var":"sid",   "from":"cookie", "name":"SESSION"}      (the VU's jar, after the response)
 //
 // A value that is not found leaves the variable empty.
 type Extract struct {
@@ -136,6 +137,11 @@ type HTTP struct {
 	// port ("api.example.test:8080"), which then applies to that port only and wins over the bare
 	// name. The URL's host still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
+	// Cookies is the cookie jar's scope (session.go): CookiesVU (""), CookiesIteration or CookiesOff.
+	Cookies string `json:"cookies,omitempty"`
+	// Compression lists the content codings asked for in Accept-Encoding (session.go:
+	// Compressions); empty adds no Accept-Encoding.
+	Compression []string `json:"compression,omitempty"`
 }
 
 // MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
@@ -381,6 +387,7 @@ func (p *Plan) Validate() error {
 	if m := p.HTTP.MaxBody; m != 0 && (m < MinMaxBody || m > MaxMaxBody) {
 		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
 	}
+	p.HTTP.validateSession(v)
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
 			addr = strings.TrimSpace(addr)
