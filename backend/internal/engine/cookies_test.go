@@ -25,7 +25,7 @@ import (
 func TestLoginSessionPerVU(t *testing.T) {
 	const vus, iters = 200, 3
 	var mu sync.Mutex
-	owner := map[string]string{} // session → VU
+	owner := map[string]string{}  // session → VU
 	latest := map[string]string{} // VU → its latest session
 	var logins, good, bad atomic.Int64
 	var badWhy atomic.Value

@@ -101,7 +101,7 @@ type Shard struct {
 	lag         *AtomicHist // schedule lag: actual start − scheduled start (open models)
 	phases      *PhaseHists // request phases, for plans with one request name (Phases)
 	bodyDecoded atomic.Uint64
-	_           [64]byte    // keep neighbouring shards off this one's cache lines
+	_           [64]byte // keep neighbouring shards off this one's cache lines
 }
 
 func newShard() *Shard {
