@@ -7,6 +7,8 @@
 import {
   CHECK_OPS,
   CHECK_TYPES,
+  COMPRESSIONS,
+  COOKIE_MODES,
   DATA_MODES,
   DEFAULTS,
   EXECUTORS,
@@ -26,7 +28,7 @@ import type { Loose, PlanInput, PlanRequest, PlanSpec, PlanStage } from './types
 
 // The plan's vocabularies, executors and defaults come from the generated contract (contract.gen.ts,
 // `make contract`); they are re-exported under the names the components use.
-export { CHECK_OPS, CHECK_TYPES, DATA_MODES, EXECUTORS, EXTRACT_ARG, EXTRACT_FROM, FLOWS, METHODS };
+export { CHECK_OPS, CHECK_TYPES, COMPRESSIONS, COOKIE_MODES, DATA_MODES, EXECUTORS, EXTRACT_ARG, EXTRACT_FROM, FLOWS, METHODS };
 export type { Executor, PlanThreshold };
 
 /** A load field the form edits (JSON name). graceful_stop applies to every executor. */
@@ -39,7 +41,7 @@ for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((
 /** Every load field some executor takes. */
 const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
-const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify'];
+const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'cookies', 'compression'];
 
 export function isExecutor(ex: string): ex is Executor {
   return (EXECUTORS as readonly string[]).includes(ex);
@@ -146,7 +148,7 @@ const CHECK_DEFAULT_VALUE: Record<string, string> = { status: '200', latency: '2
 export const JSON_VALUE_TYPES = ['text', 'number', 'true', 'false', 'null'] as const;
 export type JsonValueType = (typeof JSON_VALUE_TYPES)[number] | 'json';
 
-export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)' };
+export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)', cookie: 'SESSION' };
 
 /** Variables every plan has ({{random_int a b}} takes two whole numbers). */
 export const BUILTIN_VARS = ['vu', 'iteration', 'uuid', 'random_int 1 100'] as const;
@@ -234,6 +236,10 @@ export interface PlanForm {
   maxRedirects: string;
   connectTimeout: string;
   insecureSkipVerify: boolean;
+  /** http.cookies: the cookie jar's scope (COOKIE_MODES; the first, "vu", is the default). */
+  cookies: string;
+  /** http.compression: the codings asked for, in the order they were ticked (or loaded). */
+  compression: string[];
   /** One threshold per line; blank lines are ignored. */
   thresholds: string;
   /** Options of each non-blank threshold line, by index (missing = plain). */
@@ -314,6 +320,8 @@ export function emptyForm(): PlanForm {
     maxRedirects: '',
     connectTimeout: '',
     insecureSkipVerify: false,
+    cookies: COOKIE_MODES[0],
+    compression: [],
     thresholds: '',
     thresholdOpts: [],
     loadedLoad: {},
@@ -389,6 +397,8 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
     maxRedirects: str(http.max_redirects),
     connectTimeout: str(http.connect_timeout),
     insecureSkipVerify: http.insecure_skip_verify === true,
+    cookies: typeof http.cookies === 'string' && http.cookies !== '' ? http.cookies : COOKIE_MODES[0],
+    compression: Array.isArray(http.compression) ? http.compression.map(String) : [],
     thresholds: thresholds.map((t) => (isObject(t) ? str(t.expr) : str(t))).join('\n'),
     thresholdOpts: thresholds.map((t) =>
       isObject(t)
@@ -859,6 +869,8 @@ export function formToPlan(form: PlanForm): FormPlan {
   setIf(http, 'max_redirects', typedInt(form.maxRedirects));
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
   withExtra(http, form.extraHttp);
+  if (form.cookies !== COOKIE_MODES[0] || had('cookies')) http.cookies = form.cookies;
+  if (form.compression.length > 0 || had('compression')) http.compression = [...form.compression];
 
   const out: Record<string, unknown> = { name: form.name.trim(), requests };
   if (form.flow !== DEFAULTS.flow || form.hadFlow) out.flow = form.flow;
@@ -875,6 +887,12 @@ export function formToPlan(form: PlanForm): FormPlan {
   // The server takes strings and objects; types.ts's PlanSpec (shared) still declares string[].
   out.thresholds = thresholdEntries(form);
   return withExtra(out, form.extraPlan) as FormPlan;
+}
+
+/** toggleCompression ticks (on) or unticks a coding of http.compression; a ticked coding goes last. */
+export function toggleCompression(form: Pick<PlanForm, 'compression'>, coding: string, on: boolean): void {
+  const rest = form.compression.filter((c) => c !== coding);
+  form.compression = on ? [...rest, coding] : rest;
 }
 
 /** formSlots lists the field paths that have an input in the form as it is currently shown. */
@@ -913,6 +931,8 @@ export function formSlots(form: PlanForm): string[] {
     'http.max_redirects',
     'http.connect_timeout',
     'http.insecure_skip_verify',
+    'http.cookies',
+    'http.compression',
     'thresholds',
   );
   thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));
