@@ -132,6 +132,7 @@ var dictionaries = map[string]map[string]string{
 		"fig.duration":   "duration ({n} seconds sampled)",
 		"fig.dropped":    "dropped iterations",
 		"fig.data":       "data in / out",
+		"fig.decoded":    "compressed bodies, decoded size",
 		"fig.generator":  "generator CPU avg (of one core) / RSS max",
 
 		"set.executor":        "Executor",
@@ -308,6 +309,7 @@ var dictionaries = map[string]map[string]string{
 		"fig.duration":   "时长（采样 {n} 秒）",
 		"fig.dropped":    "丢弃的迭代",
 		"fig.data":       "接收 / 发送数据",
+		"fig.decoded":    "压缩响应体解码后大小",
 		"fig.generator":  "压测机 CPU 平均（单核）/ RSS 最大",
 
 		"set.executor":        "执行器",

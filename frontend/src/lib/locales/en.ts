@@ -491,6 +491,8 @@ export const en = {
   'summary.in': '{v} in',
   'summary.out': '{v} out',
   'summary.bodies': ', bodies {v}',
+  'summary.decoded': '{v} decoded',
+  'summary.decodedHint': 'Compressed bodies that checks or extractions read, at their decoded size (bytes in count the bytes on the wire).',
   'summary.cpu': 'Generator CPU',
   'summary.cpuAvgMax': 'avg · max {max}',
   'summary.rssMax': 'RSS max {v}',

@@ -485,6 +485,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'summary.in': '接收 {v}',
   'summary.out': '发送 {v}',
   'summary.bodies': '，响应体 {v}',
+  'summary.decoded': '解码后 {v}',
+  'summary.decodedHint': '检查或提取所读取的压缩响应体的解码后大小（接收字节数为线路上的字节数）。',
   'summary.cpu': '压测机 CPU',
   'summary.cpuAvgMax': '平均 · 最大 {max}',
   'summary.rssMax': 'RSS 最大 {v}',
