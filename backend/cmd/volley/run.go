@@ -257,6 +257,9 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	}
 	printFailures(tw, s)
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
+	if s.BodyBytesDecoded > 0 { // compressed bodies checks or extractions read (http.compression)
+		fmt.Fprintf(tw, "decoded bodies\t%s\n", mib(uint64(s.BodyBytesDecoded)))
+	}
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
 	if len(s.Sweep) > 0 {
 		fmt.Fprintf(tw, "\ncapacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS\t\n")

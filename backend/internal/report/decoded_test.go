@@ -22,3 +22,19 @@ func TestHTMLDecodedBodies(t *testing.T) {
 		}
 	}
 }
+
+// The report's settings name the cookie jar's scope (the default too) and the codings asked for.
+func TestHTMLSessionSettings(t *testing.T) {
+	r := rich(10)
+	doc := render(t, r)
+	if !strings.Contains(doc, template_escape(tr("en", "set.cookies"))+"</dt><dd>vu</dd>") || strings.Contains(doc, template_escape(tr("en", "set.compression"))) {
+		t.Error("default: the jar is vu and no compression is listed")
+	}
+	r.Plan.HTTP.Cookies, r.Plan.HTTP.Compression = "off", []string{"br", "gzip"}
+	doc = render(t, r)
+	for _, want := range []string{template_escape(tr("en", "set.cookies")) + "</dt><dd>off</dd>", template_escape(tr("en", "set.compression")) + "</dt><dd>br, gzip</dd>"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("no %q", want)
+		}
+	}
+}
