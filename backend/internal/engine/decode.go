@@ -83,7 +83,8 @@ func (v *vu) body() []byte {
 // the decoded size (0 for a body that had no coding).
 func (v *vu) decodeBody() (metrics.ErrorKind, error, int64) {
 	ce := trimWS(v.resp.Header.ContentEncoding())
-	if len(ce) == 0 || bytes.EqualFold(ce, []byte("identity")) {
+	// an empty body (HEAD, 204, 304, or a server's empty answer) has nothing to decode, as browsers see it
+	if len(ce) == 0 || bytes.EqualFold(ce, []byte("identity")) || len(v.resp.Body()) == 0 {
 		v.bodyState = bodyPlain
 		return metrics.KindNone, nil, 0
 	}

@@ -150,6 +150,7 @@ func TestContentCodings(t *testing.T) {
 		{"corrupt zstd", "zstd", []byte("not zstd"), metrics.DecodeError},
 		{"unknown coding", "compress", body, metrics.DecodeError},
 		{"bomb over max_body", "gzip", bomb, metrics.BodyTooLarge},
+		{"empty body is not corrupt", "gzip", nil, metrics.CheckFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
