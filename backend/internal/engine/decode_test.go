@@ -229,3 +229,17 @@ func TestDecodeAllocatesNothingWarm(t *testing.T) {
 	}
 	v.dec.close()
 }
+
+// A plan's own Accept-Encoding header wins over http.compression, and is sent once.
+func TestPlanAcceptEncodingWins(t *testing.T) {
+	var ae atomic.Value
+	s, _ := newWireTarget(t, func(w http.ResponseWriter, r *http.Request) { ae.Store(r.Header.Values("Accept-Encoding")) })
+	p := mustPlan(t, fmt.Sprintf(`{"name":"c","requests":[{"url":%q,"headers":{"accept-encoding":"br"}}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1},"http":{"compression":["gzip","zstd"]}}`, s.URL))
+	if sum, _ := run(t, p); sum.Successes != 1 {
+		t.Fatalf("errors %v", sum.ErrorKinds)
+	}
+	if got, _ := ae.Load().([]string); len(got) != 1 || got[0] != "br" {
+		t.Errorf("Accept-Encoding %q, want the plan's own [br]", got)
+	}
+}
