@@ -257,6 +257,9 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 	}
 	printFailures(tw, s)
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
+	if s.BodyBytesDecoded > 0 { // compressed bodies checks or extractions read (http.compression)
+		fmt.Fprintf(tw, "decoded bodies\t%s\n", mib(uint64(s.BodyBytesDecoded)))
+	}
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
 	printTarget(tw, s)
 	if len(s.Sweep) > 0 {

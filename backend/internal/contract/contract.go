@@ -195,6 +195,8 @@ func writeVocabulary(b *strings.Builder) {
 		fmt.Fprintf(b, "  %s: %s,\n", key(x.From), str(x.Arg))
 	}
 	b.WriteString("};\n")
+	fmt.Fprintf(b, "\n/** http.cookies: the scope of each VU's cookie jar (the first is the default). */\nexport const COOKIE_MODES = %s as const;\n", list(plan.CookieModes))
+	fmt.Fprintf(b, "/** http.compression: the content codings Accept-Encoding may ask for. */\nexport const COMPRESSIONS = %s as const;\n", list(plan.Compressions))
 	fmt.Fprintf(b, "\n/** A run's status. */\nexport const RUN_STATUSES = %s as const;\nexport type RunStatus = (typeof RUN_STATUSES)[number];\n", list(api.RunStatuses()))
 	fmt.Fprintf(b, "/** An ended run's outcome (docs/api.md, \"Run outcomes\"); \"\" while it runs. */\nexport const RUN_OUTCOMES = %s as const;\nexport type RunOutcome = (typeof RUN_OUTCOMES)[number];\n",
 		list([]string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed}))

@@ -42,6 +42,11 @@ func benchRun(b *testing.B, url string, vus int, http ...plan.HTTP) *metrics.Sum
 		p.HTTP = http[0]
 	}
 	p.Defaults()
+	return benchRunPlan(b, p)
+}
+
+// benchRunPlan is benchRun for a plan of the caller's.
+func benchRunPlan(b *testing.B, p *plan.Plan) *metrics.Summary {
 	e, err := newEngine(p, Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -153,6 +153,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		DroppedIterations: d.Dropped,
 		BytesIn:           d.BytesIn,
 		BytesOut:          d.BytesOut,
+		BodyBytesDecoded:  d.BodyBytesDecoded,
 		StatusCodes:       d.StatusMap(),
 		ErrorKinds:        d.KindMap(),
 		Client: metrics.ClientSample{
@@ -223,6 +224,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		BytesIn:               t.BytesIn,
 		BodyBytesIn:           t.BodyBytesIn,
 		BytesOut:              t.BytesOut,
+		BodyBytesDecoded:      t.BodyBytesDecoded,
 		Seconds:               c.seconds,
 		GeneratorBoundSeconds: c.boundSecs,
 		Client:                metrics.ClientSummary{CPUPercentMax: round(c.cpuMax, 1), RSSBytesMax: c.rssMax},

@@ -102,7 +102,8 @@ type Engine struct {
 
 	fails *failTable // failure groups (failures.go)
 
-	h2 *h2Engine // http.version "2" or "h2c" (h2.go); nil for HTTP/1.1
+	h2                     *h2Engine // http.version "2" or "h2c" (h2.go); nil for HTTP/1.1
+	noJar, jarPerIteration bool      // http.cookies "off", "iteration" (cookies.go)
 }
 
 type reqSpec struct {
@@ -125,6 +126,12 @@ type reqSpec struct {
 	extracts         []extract
 	keepBody         bool // a body check or an extraction from the body reads the response body
 	thinkLo, thinkHi time.Duration
+
+	// sessions and compression (cookies.go, decode.go: sessionSetup)
+	acceptEncoding         string // http.compression's Accept-Encoding; "" when none is added
+	cookieHost, cookiePath []byte // a static URL's host[:port] and path, for the jar
+	planCookie             []byte // the plan's own static Cookie header value
+	cookieT                tmpl   // the plan's Cookie header, when templated
 }
 
 type hdrTmpl struct {
@@ -183,7 +190,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 		e.names = metrics.NewNameSet(names, min(opts.Shards, 4))
 	}
 	e.fails = newFailTable(names, p)
+	e.noJar, e.jarPerIteration = p.HTTP.CookieMode() == plan.CookiesOff, p.HTTP.CookieMode() == plan.CookiesIteration
 	for i := range e.reqs {
+		e.reqs[i].sessionSetup(p.HTTP.AcceptEncoding())
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())

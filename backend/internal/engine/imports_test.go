@@ -20,5 +20,11 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/tidwall/gjson", // JSON paths for checks and extraction
 		"golang.org/x/sys/unix",    // timerfd for precise open-model wakeups
 		"golang.org/x/net/http2",   // the HTTP/2 client (h2.go): fasthttp has none
+		// content decoding of compressed bodies (decode.go): the libraries fasthttp itself uses
+		"github.com/klauspost/compress/gzip",
+		"github.com/klauspost/compress/zlib",
+		"github.com/klauspost/compress/flate",
+		"github.com/klauspost/compress/zstd",
+		"github.com/molecule-man/go-brrr",
 	)
 }

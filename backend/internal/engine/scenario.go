@@ -145,10 +145,10 @@ func (c *check) pass(v *vu, status int, latency time.Duration) bool {
 		}
 		return bytes.Equal(h, c.Str)
 	case "body":
-		found := bytes.Contains(v.resp.Body(), c.Str)
+		found := bytes.Contains(v.body(), c.Str)
 		return found == (c.Op == plan.OpContains)
 	case "json":
-		r := gjson.GetBytes(v.resp.Body(), c.Path)
+		r := gjson.GetBytes(v.body(), c.Path)
 		switch c.Op {
 		case plan.OpExists:
 			return r.Exists()
@@ -203,13 +203,15 @@ func (x *extract) apply(v *vu) {
 	dst := v.vars[x.Slot][:0]
 	switch x.From {
 	case "json":
-		if r := gjson.GetBytes(v.resp.Body(), x.Path); r.Exists() {
+		if r := gjson.GetBytes(v.body(), x.Path); r.Exists() {
 			dst = append(dst, r.String()...)
 		}
 	case "header":
 		dst = append(dst, v.resp.Header.PeekBytes(x.Name)...)
+	case "cookie":
+		dst = append(dst, v.cookieValue(x.Name)...) // cookies.go
 	case "regex":
-		if m := x.Re.FindSubmatch(v.resp.Body()); m != nil {
+		if m := x.Re.FindSubmatch(v.body()); m != nil {
 			if len(m) > 1 {
 				dst = append(dst, m[1]...)
 			} else {

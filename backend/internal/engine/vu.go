@@ -76,7 +76,10 @@ type vu struct {
 	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
 
-	viaH2 bool // the latest exchange came over HTTP/2 (h2Conn.do)
+	viaH2     bool         // the latest exchange came over HTTP/2 (h2Conn.do)
+	jar       *cookieJar   // nil until a response sets a cookie (cookies.go)
+	dec       *bodyDecoder // nil until a compressed body is read (decode.go)
+	bodyState uint8        // the current response's body: unread, plain, decoded (decode.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -138,6 +141,9 @@ func (s *reqSpec) fill(req *fasthttp.Request, keepAlive bool) {
 	}
 	if s.r.Body != "" {
 		req.SetBodyString(s.r.Body)
+	}
+	if s.acceptEncoding != "" { // http.compression (decode.go)
+		req.Header.Set("Accept-Encoding", s.acceptEncoding)
 	}
 	if !keepAlive {
 		req.SetConnectionClose()
@@ -268,6 +274,9 @@ func (v *vu) iteration(due, sent time.Duration) {
 		}
 		v.row = e.rows[i%n]
 	}
+	if e.jarPerIteration && v.jar != nil {
+		v.jar.clear() // http.cookies "iteration" (cookies.go)
+	}
 	if e.p.Flow == plan.FlowSequence {
 		for i := range v.reqs {
 			if i > 0 {
@@ -356,10 +365,14 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		return // abandoned before it could start
 	}
 	v.prepare(r)
+	v.sendCookies(r)
 	v.arm(deadline)
 	v.tm = reqTiming{}
 	body, err := v.exchange(r.client, r.outgoing())
 	kind := classify(err)
+	if err == nil {
+		v.keepCookies(r)
+	}
 	if err == nil && e.p.HTTP.FollowRedirects && isRedirect(v.resp.StatusCode()) {
 		body, kind = v.follow(r)
 	}
@@ -397,7 +410,10 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 		o.ServiceUs = (done - sent).Microseconds()
 		o.BodyBytes = body
 		v.tm.record(r.phases, done)
-		if kind == metrics.KindNone {
+		if kind == metrics.KindNone && r.spec.keepBody {
+			o.Kind, err, o.BodyBytesDecoded = v.decodeBody() // decode.go
+		}
+		if kind == metrics.KindNone && o.Kind == metrics.KindNone {
 			o.Kind = v.judgeChecks(r, status, latency)
 			for i := range r.spec.extracts {
 				r.spec.extracts[i].apply(v)
@@ -421,6 +437,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 // reused response buffer, up to http.max_body) only when a check or extraction reads it; any
 // other is read and dropped through bounded memory (httpConn.readBody).
 func (v *vu) exchange(c *httpConn, req outgoing) (int64, error) {
+	v.bodyState = bodyUnread
 	if c.h2 != nil {
 		return c.h2.do(&req, v.resp)
 	}
@@ -501,12 +518,20 @@ func (v *vu) follow(orig *vuReq) (int64, metrics.ErrorKind) {
 		req.Header.SetHostBytes(u.Host())
 		c := v.client(isTLS, v.e.addrFor(scheme, host, v.id), hostname(host))
 		v.tm.hopDone(v.e.now())
+		if v.jar != nil {
+			var planCookie []byte
+			if !stripped {
+				planCookie = orig.spec.planCookie
+			}
+			v.setCookieHeader(req, planCookie) // cookies.go
+		}
 		n, err := v.exchange(c, outgoing{req: req, keepBody: orig.spec.keepBody})
 		body = n
 		if err != nil {
 			v.fails.hopErr = err
 			return 0, classify(err)
 		}
+		v.keepCookiesFrom(u.Host(), u.PathOriginal())
 	}
 }
 
@@ -570,6 +595,7 @@ func hostname(hostport string) string {
 // holds no sockets.
 func (v *vu) finish() {
 	v.timer.Stop()
+	v.dec.close()
 	v.closeConns()
 }
 

@@ -77,6 +77,9 @@ type Outcome struct {
 	LatencyUs int64     // from the intended start to the last byte; recorded only with a response
 	ServiceUs int64     // from the actual send to the last byte
 	BodyBytes int64     // response body bytes
+	// BodyBytesDecoded is the decoded size of a compressed body that a check or extraction read
+	// (engine/decode.go); 0 when the body was not decoded.
+	BodyBytesDecoded int64
 }
 
 // Shard is one lock-free block of counters. The engine gives each VU one shard (VU i → shard
@@ -98,6 +101,7 @@ type Shard struct {
 	lag         *AtomicHist   // schedule lag: actual start − scheduled start (open models)
 	phases      *PhaseHists   // request phases, for plans with one request name (Phases)
 	h2          atomic.Uint64 // responses that came over HTTP/2 (H2Response)
+	bodyDecoded atomic.Uint64 // decoded size of decoded bodies (BodyDecoded)
 	_           [64]byte      // keep neighbouring shards off this one's cache lines
 }
 
@@ -129,6 +133,9 @@ func (s *Shard) Record(o Outcome) {
 		s.lat.Record(o.LatencyUs)
 		s.svc.Record(o.ServiceUs)
 		s.bodyIn.Add(uint64(o.BodyBytes))
+		if o.BodyBytesDecoded > 0 {
+			s.bodyDecoded.Add(uint64(o.BodyBytesDecoded))
+		}
 	}
 	if o.Kind == KindNone {
 		s.successes.Add(1)
@@ -203,6 +210,7 @@ type Counts struct {
 	Lat, LatOK, Svc, Lag                      []int64 // histogram counts
 	LatSum, LatOKSum, SvcSum, LagSum          uint64  // exact µs sums
 	H2                                        int64   // responses over HTTP/2 (ProtocolMap)
+	BodyBytesDecoded                          int64   // decoded size of the bodies that were decoded
 }
 
 func newCounts() *Counts {
@@ -227,6 +235,7 @@ func (r *Recorder) Read(dst *Counts) {
 		dst.BytesIn += int64(s.bytesIn.Load())
 		dst.BodyBytesIn += int64(s.bodyIn.Load())
 		dst.BytesOut += int64(s.bytesOut.Load())
+		dst.BodyBytesDecoded += int64(s.bodyDecoded.Load())
 		for i := range s.status {
 			dst.Status[i] += int64(atomic.LoadUint64(&s.status[i]))
 		}
@@ -255,6 +264,7 @@ func (d *Counts) Sub(cur, prev *Counts) {
 	d.BytesIn = cur.BytesIn - prev.BytesIn
 	d.BodyBytesIn = cur.BodyBytesIn - prev.BodyBytesIn
 	d.BytesOut = cur.BytesOut - prev.BytesOut
+	d.BodyBytesDecoded = cur.BodyBytesDecoded - prev.BodyBytesDecoded
 	for i := range d.Status {
 		d.Status[i] = cur.Status[i] - prev.Status[i]
 	}

@@ -58,6 +58,9 @@ type Sample struct {
 	// Protocols counts this second's responses by the protocol they came over ("http/1.1", "h2");
 	// present only for plans with http.version "2" or "h2c" (Counts.ProtocolMap).
 	Protocols map[string]int64 `json:"protocols,omitempty"`
+	// BodyBytesDecoded is the decoded size of the compressed bodies decoded in this second for a
+	// check or an extraction (BytesIn stays the bytes on the wire).
+	BodyBytesDecoded int64 `json:"body_bytes_decoded,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -148,6 +151,9 @@ type Summary struct {
 	// redirect chain counts its last answer); present only for plans with http.version "2" or
 	// "h2c" (Counts.ProtocolMap).
 	Protocols map[string]int64 `json:"protocols,omitempty"`
+	// BodyBytesDecoded is the decoded size of the compressed response bodies that were decoded
+	// for a check or an extraction (engine/decode.go); BytesIn and BodyBytesIn stay wire bytes.
+	BodyBytesDecoded int64 `json:"body_bytes_decoded"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

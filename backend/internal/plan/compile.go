@@ -194,7 +194,7 @@ func describeCheck(c Check) string {
 
 // ExtractRule is a compiled extraction.
 type ExtractRule struct {
-	From string // "json", "header" or "regex"
+	From string // "json", "header", "regex" or "cookie"
 	Path string
 	Name []byte
 	Re   *regexp.Regexp // regex: the compiled pattern
@@ -306,7 +306,7 @@ func (c *Compiled) compileRequest(cr *CompiledRequest, r *Request, data, extract
 				return err
 			}
 		}
-		if x.From != "header" {
+		if x.From != "header" && x.From != "cookie" {
 			cr.KeepBody = true
 		}
 		cr.Extracts = append(cr.Extracts, k)

@@ -112,6 +112,7 @@ type Check struct {
 //	{"var":"token", "from":"json",   "path":"data.token"}   (gjson path syntax)
 //	{"var":"sid",   "from":"header", "name":"X-Session"}
 //	{"var":"id",    "from":"regex",  "pattern":"id=(\\d+)"} (the first group, else the match)
+//	{"var":"sid",   "from":"cookie", "name":"SESSION"}      (the VU's jar, after the response)
 //
 // A value that is not found leaves the variable empty.
 type Extract struct {
@@ -151,6 +152,11 @@ type HTTP struct {
 	// connection i mod N), their requests multiplexed as concurrent streams. At most
 	// MaxH2Connections.
 	H2Connections int `json:"h2_connections,omitempty"`
+	// Cookies is the cookie jar's scope (session.go): CookiesVU (""), CookiesIteration or CookiesOff.
+	Cookies string `json:"cookies,omitempty"`
+	// Compression lists the content codings asked for in Accept-Encoding (session.go:
+	// Compressions); empty adds no Accept-Encoding.
+	Compression []string `json:"compression,omitempty"`
 }
 
 // MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
@@ -399,6 +405,7 @@ func (p *Plan) Validate() error {
 		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
 	}
 	p.HTTP.validateVersion(v)
+	p.HTTP.validateSession(v)
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
 			addr = strings.TrimSpace(addr)

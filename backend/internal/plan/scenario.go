@@ -148,6 +148,10 @@ func validateExtract(f string, x Extract, v *ValidationError) {
 		if x.Name == "" {
 			v.add(f+".name", "the header name is required")
 		}
+	case "cookie":
+		if !validCookieName(x.Name) {
+			v.add(f+".name", "the cookie name is required (a token: no spaces, separators or controls)")
+		}
 	case "regex":
 		if _, err := regexp.Compile(x.Pattern); err != nil || x.Pattern == "" {
 			v.add(f+".pattern", "must be a regular expression (RE2 syntax)")

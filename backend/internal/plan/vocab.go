@@ -42,7 +42,7 @@ type ExtractSource struct {
 }
 
 // ExtractSources lists where an extraction may take its value from.
-var ExtractSources = []ExtractSource{{"json", "path"}, {"header", "name"}, {"regex", "pattern"}}
+var ExtractSources = []ExtractSource{{"json", "path"}, {"header", "name"}, {"regex", "pattern"}, {"cookie", "name"}}
 
 // checkOps returns the operators of a check type (false for an unknown type).
 func checkOps(typ string) ([]string, bool) {

@@ -64,7 +64,7 @@ func TestVocabularyTablesDriveValidation(t *testing.T) {
 		}
 	}
 	err = vocabPlan(t, func(p *Plan) { p.Requests[0].Extract = []Extract{{Var: "v", From: "xpath"}} })
-	if msg := fieldErr(err, "requests[0].extract[0].from"); msg != `"xpath" is not one of json, header, regex` {
+	if msg := fieldErr(err, "requests[0].extract[0].from"); msg != `"xpath" is not one of json, header, regex, cookie` {
 		t.Errorf("unknown source: %q", msg)
 	}
 

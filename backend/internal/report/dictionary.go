@@ -133,6 +133,7 @@ var dictionaries = map[string]map[string]string{
 		"fig.duration":   "duration ({n} seconds sampled)",
 		"fig.dropped":    "dropped iterations",
 		"fig.data":       "data in / out",
+		"fig.decoded":    "compressed bodies, decoded size",
 		"fig.generator":  "generator CPU avg (of one core) / RSS max",
 
 		"set.executor":        "Executor",
@@ -158,6 +159,8 @@ var dictionaries = map[string]map[string]string{
 		"set.followRedirects": "Follow redirects",
 		"set.insecure":        "Skip TLS verification",
 		"set.maxBody":         "Max body read (bytes)",
+		"set.cookies":         "Cookie jar",
+		"set.compression":     "Compression asked for",
 		"set.hosts":           "Host overrides",
 		"set.stageVUs":        "target VUs",
 		"set.stageRate":       "target rate (per time unit)",
@@ -327,6 +330,7 @@ var dictionaries = map[string]map[string]string{
 		"fig.duration":   "时长（采样 {n} 秒）",
 		"fig.dropped":    "丢弃的迭代",
 		"fig.data":       "接收 / 发送数据",
+		"fig.decoded":    "压缩响应体解码后大小",
 		"fig.generator":  "压测机 CPU 平均（单核）/ RSS 最大",
 
 		"set.executor":        "执行器",
@@ -352,6 +356,8 @@ var dictionaries = map[string]map[string]string{
 		"set.followRedirects": "跟随重定向",
 		"set.insecure":        "跳过 TLS 校验",
 		"set.maxBody":         "最大读取响应体（字节）",
+		"set.cookies":         "Cookie 罐",
+		"set.compression":     "请求的压缩",
 		"set.hosts":           "主机覆盖",
 		"set.stageVUs":        "目标虚拟用户数",
 		"set.stageRate":       "目标速率（每时间单位）",

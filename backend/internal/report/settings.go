@@ -125,6 +125,8 @@ func settingsOf(p *plan.Plan, tr func(string, ...any) string) *settings {
 		add(&s.HTTP, "set.insecure", tr("yes"))
 	}
 	add(&s.HTTP, "set.maxBody", itoa(p.HTTP.MaxBody))
+	add(&s.HTTP, "set.cookies", p.HTTP.CookieMode())
+	add(&s.HTTP, "set.compression", strings.Join(p.HTTP.Compression, ", "))
 	if len(p.HTTP.Hosts) > 0 {
 		var hs []string
 		for _, k := range slices.Sorted(maps.Keys(p.HTTP.Hosts)) {

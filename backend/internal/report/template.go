@@ -88,6 +88,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 <div class="figure"><b>{{f1 .DurationS}} s</b><span>{{tr "fig.duration" "n" .Seconds}}</span></div>
 <div class="figure"><b>{{.DroppedIterations}}</b><span>{{tr "fig.dropped"}}</span></div>
 <div class="figure"><b>{{mib .BytesIn}} / {{mib .BytesOut}}</b><span>{{tr "fig.data"}}</span></div>
+{{if .BodyBytesDecoded}}<div class="figure"><b>{{mib .BodyBytesDecoded}}</b><span>{{tr "fig.decoded"}}</span></div>{{end}}
 <div class="figure"><b>{{f1 .Client.CPUPercentAvg}} % / {{mib .Client.RSSBytesMax}}</b><span>{{tr "fig.generator"}}</span></div>
 </div>
 {{end}}

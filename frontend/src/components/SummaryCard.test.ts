@@ -164,3 +164,13 @@ describe('SummaryCard, the verdict', () => {
     expect(container.querySelector('[data-testid=summary-success-rate]')).toBeNull();
   });
 });
+
+describe('SummaryCard, decoded bodies', () => {
+  it('shows the decoded size of compressed bodies beside the wire bytes, only when some were decoded', () => {
+    const { container, unmount } = render(SummaryCard, { summary: wireSummary({ bytes_in: 2048, body_bytes_decoded: 3 * 1024 * 1024 }) });
+    expect(container.querySelector('[data-testid=summary-decoded]')!.textContent).toBe('3 MiB decoded');
+    unmount();
+    const plain = render(SummaryCard, { summary: wireSummary({ bytes_in: 2048 }) });
+    expect(plain.container.querySelector('[data-testid=summary-decoded]')).toBeNull();
+  });
+});

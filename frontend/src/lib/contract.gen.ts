@@ -131,13 +131,19 @@ export const CHECK_OPS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** extract.from: where an extraction takes its value. */
-export const EXTRACT_FROM = ['json', 'header', 'regex'] as const;
+export const EXTRACT_FROM = ['json', 'header', 'regex', 'cookie'] as const;
 /** The extract key that says what to take, per source. */
 export const EXTRACT_ARG: Readonly<Record<string, 'path' | 'name' | 'pattern'>> = {
   json: 'path',
   header: 'name',
   regex: 'pattern',
+  cookie: 'name',
 };
+
+/** http.cookies: the scope of each VU's cookie jar (the first is the default). */
+export const COOKIE_MODES = ['vu', 'iteration', 'off'] as const;
+/** http.compression: the content codings Accept-Encoding may ask for. */
+export const COMPRESSIONS = ['gzip', 'deflate', 'br', 'zstd'] as const;
 
 /** A run's status. */
 export const RUN_STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
@@ -231,6 +237,7 @@ export type Sample = {
   target?: Record<string, number>;
   target_errors?: MonitorError[];
   protocols?: Record<string, number>;
+  body_bytes_decoded?: number;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -270,6 +277,7 @@ export type Summary = {
   target?: TargetStat[];
   monitor_errors?: MonitorError[];
   protocols?: Record<string, number>;
+  body_bytes_decoded: number;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -389,6 +397,8 @@ export type PlanHTTP = {
   version?: string;
   h2_fallback?: boolean;
   h2_connections?: number;
+  cookies?: string;
+  compression?: string[];
 };
 
 /** The JSON of Go's plan.Threshold. */

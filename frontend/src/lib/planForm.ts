@@ -7,6 +7,8 @@
 import {
   CHECK_OPS,
   CHECK_TYPES,
+  COMPRESSIONS,
+  COOKIE_MODES,
   DATA_MODES,
   DEFAULTS,
   EXECUTORS,
@@ -26,7 +28,7 @@ import type { Loose, PlanInput, PlanRequest, PlanSpec, PlanStage } from './types
 
 // The plan's vocabularies, executors and defaults come from the generated contract (contract.gen.ts,
 // `make contract`); they are re-exported under the names the components use.
-export { CHECK_OPS, CHECK_TYPES, DATA_MODES, EXECUTORS, EXTRACT_ARG, EXTRACT_FROM, FLOWS, METHODS };
+export { CHECK_OPS, CHECK_TYPES, COMPRESSIONS, COOKIE_MODES, DATA_MODES, EXECUTORS, EXTRACT_ARG, EXTRACT_FROM, FLOWS, METHODS };
 export type { Executor, PlanThreshold };
 
 /** A load field the form edits (JSON name). graceful_stop applies to every executor. */
@@ -39,7 +41,7 @@ for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((
 /** Every load field some executor takes. */
 const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
-const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version'];
+const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version', 'cookies', 'compression'];
 
 /** The values of http.version the form offers ('' leaves the field out: HTTP/1.1). */
 export const HTTP_VERSIONS = ['', '1.1', '2', 'h2c'] as const;
@@ -149,7 +151,7 @@ const CHECK_DEFAULT_VALUE: Record<string, string> = { status: '200', latency: '2
 export const JSON_VALUE_TYPES = ['text', 'number', 'true', 'false', 'null'] as const;
 export type JsonValueType = (typeof JSON_VALUE_TYPES)[number] | 'json';
 
-export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)' };
+export const EXTRACT_ARG_HINT: Record<string, string> = { json: 'data.token', header: 'X-Session', regex: 'id=(\\d+)', cookie: 'SESSION' };
 
 /** Variables every plan has ({{random_int a b}} takes two whole numbers). */
 export const BUILTIN_VARS = ['vu', 'iteration', 'uuid', 'random_int 1 100'] as const;
@@ -239,6 +241,10 @@ export interface PlanForm {
   insecureSkipVerify: boolean;
   /** http.version: '' (absent: 1.1), '1.1', '2', 'h2c', or what a loaded plan had. */
   httpVersion: string;
+  /** http.cookies: the cookie jar's scope (COOKIE_MODES; the first, "vu", is the default). */
+  cookies: string;
+  /** http.compression: the codings asked for, in the order they were ticked (or loaded). */
+  compression: string[];
   /** One threshold per line; blank lines are ignored. */
   thresholds: string;
   /** Options of each non-blank threshold line, by index (missing = plain). */
@@ -320,6 +326,8 @@ export function emptyForm(): PlanForm {
     connectTimeout: '',
     insecureSkipVerify: false,
     httpVersion: '',
+    cookies: COOKIE_MODES[0],
+    compression: [],
     thresholds: '',
     thresholdOpts: [],
     loadedLoad: {},
@@ -396,6 +404,8 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
     connectTimeout: str(http.connect_timeout),
     insecureSkipVerify: http.insecure_skip_verify === true,
     httpVersion: str(http.version),
+    cookies: typeof http.cookies === 'string' && http.cookies !== '' ? http.cookies : COOKIE_MODES[0],
+    compression: Array.isArray(http.compression) ? http.compression.map(String) : [],
     thresholds: thresholds.map((t) => (isObject(t) ? str(t.expr) : str(t))).join('\n'),
     thresholdOpts: thresholds.map((t) =>
       isObject(t)
@@ -867,6 +877,8 @@ export function formToPlan(form: PlanForm): FormPlan {
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
   setIf(http, 'version', form.httpVersion);
   withExtra(http, form.extraHttp);
+  if (form.cookies !== COOKIE_MODES[0] || had('cookies')) http.cookies = form.cookies;
+  if (form.compression.length > 0 || had('compression')) http.compression = [...form.compression];
 
   const out: Record<string, unknown> = { name: form.name.trim(), requests };
   if (form.flow !== DEFAULTS.flow || form.hadFlow) out.flow = form.flow;
@@ -883,6 +895,12 @@ export function formToPlan(form: PlanForm): FormPlan {
   // The server takes strings and objects; types.ts's PlanSpec (shared) still declares string[].
   out.thresholds = thresholdEntries(form);
   return withExtra(out, form.extraPlan) as FormPlan;
+}
+
+/** toggleCompression ticks (on) or unticks a coding of http.compression; a ticked coding goes last. */
+export function toggleCompression(form: Pick<PlanForm, 'compression'>, coding: string, on: boolean): void {
+  const rest = form.compression.filter((c) => c !== coding);
+  form.compression = on ? [...rest, coding] : rest;
 }
 
 /** formSlots lists the field paths that have an input in the form as it is currently shown. */
@@ -922,6 +940,8 @@ export function formSlots(form: PlanForm): string[] {
     'http.connect_timeout',
     'http.insecure_skip_verify',
     'http.version',
+    'http.cookies',
+    'http.compression',
     'thresholds',
   );
   thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));

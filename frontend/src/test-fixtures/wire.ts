@@ -78,6 +78,7 @@ export function summary(over: SummaryOver = {}): Summary {
     failures: [],
     timing: timing(),
     events: [],
+    body_bytes_decoded: 0,
     ...rest,
   };
 }
