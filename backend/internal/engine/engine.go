@@ -116,6 +116,7 @@ type reqSpec struct {
 	extracts         []extract
 	keepBody         bool // a body check or an extraction from the body reads the response body
 	thinkLo, thinkHi time.Duration
+	ws               *wsSpec // a WebSocket step's session (ws.go); nil for HTTP
 }
 
 type hdrTmpl struct {
@@ -165,6 +166,13 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 		s.name = j
 		if err := e.bindScenario(&s, r, &c.Requests[i]); err != nil {
 			return nil, fmt.Errorf("request %q: %w", r.Name, err)
+		}
+		if cw := c.Requests[i].WS; cw != nil {
+			var err error
+			if s.ws, err = e.bindWS(r, cw); err != nil {
+				return nil, fmt.Errorf("request %q: %w", r.Name, err)
+			}
+			e.rec.EnableWS()
 		}
 		e.reqs = append(e.reqs, s)
 		sum += r.Weight

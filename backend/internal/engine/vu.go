@@ -71,6 +71,7 @@ type vu struct {
 
 	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
+	ws    *vuWS      // WebSocket sessions' state, made on the first (ws.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -337,6 +338,10 @@ func (v *vu) pick() *vuReq {
 // do sends one logical request (following redirects when asked) and records its outcome. due and
 // sent are times since the run started.
 func (v *vu) do(r *vuReq, due, sent time.Duration) {
+	if r.spec.ws != nil {
+		v.doWS(r, due, sent)
+		return
+	}
 	e := v.e
 	deadline := max(due, sent) + v.timeout
 	cut := false

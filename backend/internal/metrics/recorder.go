@@ -155,6 +155,7 @@ type Recorder struct {
 	dropped   atomic.Uint64
 	activeVUs atomic.Int64
 	openConns atomic.Int64
+	ws        []*WSShard // WebSocket counters per shard; nil without WebSocket steps (ws.go)
 }
 
 // NewRecorder makes a recorder with n shards (n ≥ 1).
@@ -201,6 +202,8 @@ type Counts struct {
 	Kinds                                     [numKinds]int64
 	Lat, LatOK, Svc, Lag                      []int64 // histogram counts
 	LatSum, LatOKSum, SvcSum, LagSum          uint64  // exact µs sums
+	// WS is the WebSocket totals (ws.go).
+	WS WSCounts
 }
 
 func newCounts() *Counts {
@@ -218,7 +221,10 @@ func (r *Recorder) Read(dst *Counts) {
 	clear(latOK)
 	clear(svc)
 	clear(lag)
-	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc, Lag: lag}
+	ws := dst.WS
+	ws.reset()
+	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc, Lag: lag, WS: ws}
+	r.readWS(&dst.WS)
 	for _, s := range r.shards {
 		dst.Successes += int64(s.successes.Load())
 		dst.Interrupted += int64(s.interrupted.Load())
@@ -268,6 +274,7 @@ func (d *Counts) Sub(cur, prev *Counts) {
 	d.LatOKSum = cur.LatOKSum - prev.LatOKSum
 	d.SvcSum = cur.SvcSum - prev.SvcSum
 	d.LagSum = cur.LagSum - prev.LagSum
+	d.WS.sub(&cur.WS, &prev.WS)
 }
 
 // Errors is the number of failed requests.

@@ -50,6 +50,8 @@ type Sample struct {
 	Failures []FailureGroup `json:"failures,omitempty"`
 	// Events are the load changes (live control) made in this second.
 	Events []RunEvent `json:"events,omitempty"`
+	// WS is this second's WebSocket figures; only in runs with WebSocket steps (ws.go).
+	WS *WSStats `json:"ws,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -129,6 +131,8 @@ type Summary struct {
 	// Events are the run's load changes (live control), in order; empty when there were none
 	// (absent from runs older than live control).
 	Events []RunEvent `json:"events"`
+	// WS is the run's WebSocket figures; only in runs with WebSocket steps (ws.go).
+	WS *WSStats `json:"ws,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

@@ -227,6 +227,7 @@ export type Sample = {
   by_name?: Record<string, NameSample>;
   failures?: FailureGroup[];
   events?: RunEvent[];
+  ws?: WSStats;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -262,6 +263,7 @@ export type Summary = {
   failures: FailureGroup[] | null;
   timing: Timing;
   events: RunEvent[] | null;
+  ws?: WSStats;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -340,6 +342,7 @@ export type PlanRequest = {
   checks?: Check[];
   extract?: Extract[];
   secret_headers?: string[];
+  ws?: WS;
 };
 
 /** The JSON of Go's plan.Data. */
@@ -443,6 +446,18 @@ export type RunEvent = {
   by: string;
 };
 
+/** The JSON of Go's metrics.WSStats. */
+export type WSStats = {
+  sessions: number;
+  sessions_failed: number;
+  messages_sent: number;
+  messages_received: number;
+  messages_sent_rate: number;
+  messages_received_rate: number;
+  connect_ms: Latency;
+  round_trip_ms: Latency;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -534,6 +549,15 @@ export type Extract = {
   pattern?: string;
 };
 
+/** The JSON of Go's plan.WS. */
+export type WS = {
+  subprotocols?: string[];
+  messages?: WSMessage[];
+  hold?: string;
+  close?: boolean;
+  max_message?: number;
+};
+
 /** The JSON of Go's plan.Stage. */
 export type PlanStage = {
   duration: string;
@@ -546,4 +570,11 @@ export type FailureSample = {
   headers: string[][] | null;
   body: string;
   body_truncated: boolean;
+};
+
+/** The JSON of Go's plan.WSMessage. */
+export type WSMessage = {
+  send?: string;
+  expect?: Check[];
+  timeout?: string;
 };
