@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,10 +92,16 @@ func WriteJSON(w io.Writer, r Report) error {
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
 	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
 
-// WriteCSV writes one row per second under CSVHeader.
+// WriteCSV writes one row per second under CSVHeader (and WSCSVHeader for a run with WebSocket
+// steps).
 func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	ws := hasWS(samples)
+	header := CSVHeader
+	if ws {
+		header = append(slices.Clip(header), WSCSVHeader...)
+	}
+	if err := cw.Write(header); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -108,6 +115,9 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 			f(s.RPS), strconv.FormatInt(s.Errors, 10), lat[0], lat[1], lat[2], lat[3], lat[4],
 			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
 			strconv.FormatBool(s.GeneratorBound)}
+		if ws {
+			row = append(row, wsCSVRow(&s)...)
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
