@@ -7,7 +7,8 @@ import (
 )
 
 // The engine is a library that a CLI, the server, a test or a remote agent drive alike: it must
-// not depend on the web server, storage, websockets or the API.
+// not depend on the web server, storage, the live stream's websockets or the API. It does speak
+// WebSocket to targets (ws.go, issue 13): gorilla/websocket's client only.
 func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 	testutil.CheckImports(t,
 		"github.com/volley-load/volley/backend/internal/plan",
@@ -16,7 +17,8 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/volley-load/volley/backend/internal/procstat",
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",
-		"github.com/tidwall/gjson", // JSON paths for checks and extraction
-		"golang.org/x/sys/unix",    // timerfd for precise open-model wakeups
+		"github.com/tidwall/gjson",     // JSON paths for checks and extraction
+		"golang.org/x/sys/unix",        // timerfd for precise open-model wakeups
+		"github.com/gorilla/websocket", // WebSocket steps: the client side of a session (ws.go)
 	)
 }
