@@ -213,6 +213,12 @@ func (v *vu) doWS(r *vuReq, due, sent time.Duration) {
 		_ = w.cc.Close()
 	}
 	v.conn.Store(nil)
+	// The timer may still be set for a phase's later deadline (a hold the server cut short): stop
+	// it, so that the VU's next HTTP request, which only arms a timer that is not armed (arm),
+	// gets its own deadline. If it is firing now, onTimer disarms it itself (no deadline in flight).
+	if v.timer.Stop() {
+		v.armed.Store(false)
+	}
 	done := e.now()
 	if !v.state.CompareAndSwap(inFlight, idle) {
 		w.checked = w.checked[:0]

@@ -415,3 +415,32 @@ func BenchmarkWSExchange(b *testing.B) {
 		w.checked = w.checked[:0]
 	}
 }
+
+// A WebSocket step and an HTTP request in one sequence: after a session whose hold the server cut
+// short, the next HTTP request still times out at its own deadline, not at the hold's.
+func TestWSThenHTTPKeepsTheRequestDeadline(t *testing.T) {
+	srv := newWSServer(t, websocket.Upgrader{}, func(s *wsServer, c *websocket.Conn) {
+		time.Sleep(50 * time.Millisecond)
+		c.NetConn().Close()
+	})
+	release := make(chan struct{})
+	slow := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+	})
+	defer close(release)
+	js := fmt.Sprintf(`{"name":"mix","flow":"sequence","requests":[{"url":%q,"ws":{"hold":"20s"}},{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1},"http":{"timeout":"300ms"}}`, srv.url, slow.URL)
+	start := time.Now()
+	sum, _, _ := runWS(t, js, nil)
+	took := time.Since(start)
+	if sum.ErrorKinds["ws_closed"] != 1 || sum.ErrorKinds["timeout"] != 1 {
+		t.Fatalf("kinds %v; want one ws_closed and one timeout", sum.ErrorKinds)
+	}
+	// 50 ms + 300 ms of deadlines; the hold's 20 s would be far beyond any scheduling delay
+	if took > 10*time.Second {
+		t.Errorf("the run took %v: the HTTP request's timeout waited for the hold's deadline", took)
+	}
+}
