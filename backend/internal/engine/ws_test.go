@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -442,5 +443,44 @@ func TestWSThenHTTPKeepsTheRequestDeadline(t *testing.T) {
 	// 50 ms + 300 ms of deadlines; the hold's 20 s would be far beyond any scheduling delay
 	if took > 10*time.Second {
 		t.Errorf("the run took %v: the HTTP request's timeout waited for the hold's deadline", took)
+	}
+}
+
+// wss: the TLS handshake is made on the VU's own connection (SNI the URL's host), then the
+// upgrade; a certificate the plan does not accept is tls.
+func TestWSSOverTLS(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for {
+			mt, b, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			got.Add(1)
+			_ = c.WriteMessage(mt, b)
+		}
+	}))
+	var rejected *testutil.ExpectedErrors
+	srv.Config.ErrorLog, rejected = testutil.ExpectErrors(t, "TLS handshake error")
+	srv.StartTLS()
+	defer srv.Close()
+	url := "wss" + strings.TrimPrefix(srv.URL, "https") + "/"
+	ws := `{"messages":[{"send":"x","expect":[{"type":"body","op":"contains","value":"x"}]}]}`
+	js := func(insecure bool) string {
+		return fmt.Sprintf(`{"name":"wss","requests":[{"url":%q,"ws":%s}],"load":{"executor":"per-vu-iterations","vus":2,"iterations":2},
+			"http":{"timeout":"3s","insecure_skip_verify":%t}}`, url, ws, insecure)
+	}
+	sum, _, _ := runWS(t, js(true), nil)
+	if sum.Successes != 4 || sum.WS.MessagesReceived != 4 || got.Load() != 4 {
+		t.Fatalf("successes %d kinds %v received %d (server got %d)", sum.Successes, sum.ErrorKinds, sum.WS.MessagesReceived, got.Load())
+	}
+	sum, _, _ = runWS(t, js(false), nil)
+	if sum.ErrorKinds["tls"] != 4 || rejected.Count() != 4 {
+		t.Errorf("an unverified certificate gives kinds %v (server saw %d rejections); want 4 tls", sum.ErrorKinds, rejected.Count())
 	}
 }
