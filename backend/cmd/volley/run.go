@@ -256,6 +256,7 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		fmt.Fprintf(tw, "errors by kind\t%s\n", kv(s.ErrorKinds))
 	}
 	printFailures(tw, s)
+	printWS(tw, s)
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
 	if len(s.Sweep) > 0 {
