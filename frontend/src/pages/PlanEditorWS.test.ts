@@ -20,10 +20,12 @@ describe('PlanEditor: WebSocket steps', () => {
     const q = (sel: string) => container.querySelector(sel) as HTMLInputElement;
     await fireEvent.input(q('#plan-name'), { target: { value: 'chat' } });
     expect(q('[data-testid=ws-0]')).toBeNull();
+    expect(q('[data-testid=send-0]')).not.toBeNull();
     await fireEvent.input(q('#req-0-url'), { target: { value: 'ws://127.0.0.1:8080/echo' } });
     await waitFor(() => expect(q('[data-testid=ws-0]')).not.toBeNull());
     expect(q('#req-0-body')).toBeNull();
     expect(q('[data-testid=add-check-0]')).toBeNull();
+    expect(q('[data-testid=send-0]')).toBeNull(); // a test send is for HTTP requests
 
     await fireEvent.input(q('#req-0-ws-subprotocols'), { target: { value: 'chat, v2' } });
     await fireEvent.click(q('[data-testid=add-ws-message-0]'));
