@@ -484,3 +484,20 @@ func TestWSSOverTLS(t *testing.T) {
 		t.Errorf("an unverified certificate gives kinds %v (server saw %d rejections); want 4 tls", sum.ErrorKinds, rejected.Count())
 	}
 }
+
+// A received message over ws.max_message fails the session as body_too_large (gorilla's read
+// limit), without reading it into memory.
+func TestWSMessageOverMaxMessage(t *testing.T) {
+	srv := newWSServer(t, websocket.Upgrader{}, func(s *wsServer, c *websocket.Conn) {
+		if _, _, err := c.ReadMessage(); err != nil {
+			return
+		}
+		_ = c.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("x", 4096)))
+		s.sent.Add(1)
+		_, _, _ = c.ReadMessage()
+	})
+	sum, _, _ := runWS(t, wsPlan(srv.url, 2, 1, `{"max_message":1024,"messages":[{"send":"x","expect":[{"type":"body","op":"contains","value":"x"}]}]}`), nil)
+	if sum.ErrorKinds["body_too_large"] != 2 || sum.WS.MessagesReceived != 0 || srv.sent.Load() != 2 {
+		t.Fatalf("kinds %v received %d (server sent %d); want 2 body_too_large", sum.ErrorKinds, sum.WS.MessagesReceived, srv.sent.Load())
+	}
+}
