@@ -256,6 +256,7 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		fmt.Fprintf(tw, "errors by kind\t%s\n", kv(s.ErrorKinds))
 	}
 	printFailures(tw, s)
+	printWS(tw, s)
 	fmt.Fprintf(tw, "data\tin %s\tout %s\n", mib(uint64(s.BytesIn)), mib(uint64(s.BytesOut)))
 	if s.BodyBytesDecoded > 0 { // compressed bodies checks or extractions read (http.compression)
 		fmt.Fprintf(tw, "decoded bodies\t%s\n", mib(uint64(s.BodyBytesDecoded)))

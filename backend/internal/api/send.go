@@ -102,6 +102,11 @@ func (s *Server) sendRequest(c *gin.Context) (int, any, error) {
 			Fields:  map[string]string{"request": "out of range"}}
 	}
 	r := p.Requests[idx]
+	if r.IsWebSocket() {
+		return 0, nil, &Error{Status: http.StatusBadRequest, Code: "bad_request",
+			Message: fmt.Sprintf("request %d is a WebSocket step: a test send is for HTTP requests (run the plan to test it)", idx),
+			Fields:  map[string]string{"request": "a WebSocket step"}}
+	}
 	target := "plan (unsaved)"
 	if in.PlanID != 0 {
 		target = fmt.Sprintf("plan %d", in.PlanID)

@@ -46,6 +46,7 @@ type collector struct {
 	fails liveFailures // Sample.Failures (failures.go)
 
 	target targetSide // the run's monitors (target.go)
+	ws     wsHists    // the ws block's histograms (ws.go), made on the first sample of a run with WebSocket steps
 }
 
 // levelAgg accumulates the seconds of one concurrency-sweep level.
@@ -183,6 +184,7 @@ func (c *collector) tick(now time.Time, final bool) {
 	metrics.FillHist(c.soFar, c.prev.Lat)
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
 	c.sampleByName(&s, d, span)
+	s.WS = c.wsStats(&d.WS, span)
 	c.seconds++
 	c.cpuSum += ps.CPUPercent
 	c.cpuMax = math.Max(c.cpuMax, ps.CPUPercent)
@@ -247,6 +249,7 @@ func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 		s.Client.CPUPercentAvg = round(c.cpuSum/float64(c.seconds), 1)
 	}
 	c.summaryByName(s)
+	s.WS = c.wsStats(&t.WS, dur)
 	s.Hist = c.enc.Encode(t.Lat)
 	if c.levels != nil {
 		s.Sweep = c.sweepRows()

@@ -128,10 +128,11 @@ type reqSpec struct {
 	thinkLo, thinkHi time.Duration
 
 	// sessions and compression (cookies.go, decode.go: sessionSetup)
-	acceptEncoding         string // http.compression's Accept-Encoding; "" when none is added
-	cookieHost, cookiePath []byte // a static URL's host[:port] and path, for the jar
-	planCookie             []byte // the plan's own static Cookie header value
-	cookieT                tmpl   // the plan's Cookie header, when templated
+	acceptEncoding         string  // http.compression's Accept-Encoding; "" when none is added
+	cookieHost, cookiePath []byte  // a static URL's host[:port] and path, for the jar
+	planCookie             []byte  // the plan's own static Cookie header value
+	cookieT                tmpl    // the plan's Cookie header, when templated
+	ws                     *wsSpec // a WebSocket step's session (ws.go); nil for HTTP
 }
 
 type hdrTmpl struct {
@@ -181,6 +182,13 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 		s.name = j
 		if err := e.bindScenario(&s, r, &c.Requests[i]); err != nil {
 			return nil, fmt.Errorf("request %q: %w", r.Name, err)
+		}
+		if cw := c.Requests[i].WS; cw != nil {
+			var err error
+			if s.ws, err = e.bindWS(r, cw); err != nil {
+				return nil, fmt.Errorf("request %q: %w", r.Name, err)
+			}
+			e.rec.EnableWS()
 		}
 		e.reqs = append(e.reqs, s)
 		sum += r.Weight

@@ -7,7 +7,8 @@ import (
 )
 
 // The engine is a library that a CLI, the server, a test or a remote agent drive alike: it must
-// not depend on the web server, storage, websockets or the API.
+// not depend on the web server, storage, the live stream's websockets or the API. It does speak
+// WebSocket to targets (ws.go, issue 13): gorilla/websocket's client only.
 func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 	testutil.CheckImports(t,
 		"github.com/volley-load/volley/backend/internal/plan",
@@ -26,5 +27,6 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/klauspost/compress/flate",
 		"github.com/klauspost/compress/zstd",
 		"github.com/molecule-man/go-brrr",
+		"github.com/gorilla/websocket", // WebSocket steps: the client side of a session (ws.go)
 	)
 }

@@ -80,6 +80,9 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 	if i < 0 || i >= len(c.Plan.Requests) {
 		return nil, fmt.Errorf("request %d: the plan has %d requests", i, len(c.Plan.Requests))
 	}
+	if c.Plan.Requests[i].IsWebSocket() {
+		return nil, fmt.Errorf("request %d is a WebSocket step: SendOne sends HTTP requests", i)
+	}
 	opts.Shards = 1
 	e, err := New(c, opts)
 	if err != nil {

@@ -80,6 +80,7 @@ type vu struct {
 	jar       *cookieJar   // nil until a response sets a cookie (cookies.go)
 	dec       *bodyDecoder // nil until a compressed body is read (decode.go)
 	bodyState uint8        // the current response's body: unread, plain, decoded (decode.go)
+	ws        *vuWS        // WebSocket sessions' state, made on the first (ws.go)
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -355,6 +356,10 @@ func (v *vu) pick() *vuReq {
 // do sends one logical request (following redirects when asked) and records its outcome. due and
 // sent are times since the run started.
 func (v *vu) do(r *vuReq, due, sent time.Duration) {
+	if r.spec.ws != nil {
+		v.doWS(r, due, sent)
+		return
+	}
 	e := v.e
 	deadline := max(due, sent) + v.timeout
 	cut := false

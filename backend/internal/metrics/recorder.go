@@ -163,6 +163,7 @@ type Recorder struct {
 	dropped   atomic.Uint64
 	activeVUs atomic.Int64
 	openConns atomic.Int64
+	ws        []*WSShard // WebSocket counters per shard; nil without WebSocket steps (ws.go)
 }
 
 // NewRecorder makes a recorder with n shards (n ≥ 1).
@@ -211,6 +212,8 @@ type Counts struct {
 	LatSum, LatOKSum, SvcSum, LagSum          uint64  // exact µs sums
 	H2                                        int64   // responses over HTTP/2 (ProtocolMap)
 	BodyBytesDecoded                          int64   // decoded size of the bodies that were decoded
+	// WS is the WebSocket totals (ws.go).
+	WS WSCounts
 }
 
 func newCounts() *Counts {
@@ -228,7 +231,10 @@ func (r *Recorder) Read(dst *Counts) {
 	clear(latOK)
 	clear(svc)
 	clear(lag)
-	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc, Lag: lag}
+	ws := dst.WS
+	ws.reset()
+	*dst = Counts{Lat: lat, LatOK: latOK, Svc: svc, Lag: lag, WS: ws}
+	r.readWS(&dst.WS)
 	for _, s := range r.shards {
 		dst.Successes += int64(s.successes.Load())
 		dst.Interrupted += int64(s.interrupted.Load())
@@ -282,6 +288,7 @@ func (d *Counts) Sub(cur, prev *Counts) {
 	d.SvcSum = cur.SvcSum - prev.SvcSum
 	d.LagSum = cur.LagSum - prev.LagSum
 	d.H2 = cur.H2 - prev.H2
+	d.WS.sub(&cur.WS, &prev.WS)
 }
 
 // Errors is the number of failed requests.

@@ -61,6 +61,8 @@ type Sample struct {
 	// BodyBytesDecoded is the decoded size of the compressed bodies decoded in this second for a
 	// check or an extraction (BytesIn stays the bytes on the wire).
 	BodyBytesDecoded int64 `json:"body_bytes_decoded,omitempty"`
+	// WS is this second's WebSocket figures; only in runs with WebSocket steps (ws.go).
+	WS *WSStats `json:"ws,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -154,6 +156,8 @@ type Summary struct {
 	// BodyBytesDecoded is the decoded size of the compressed response bodies that were decoded
 	// for a check or an extraction (engine/decode.go); BytesIn and BodyBytesIn stay wire bytes.
 	BodyBytesDecoded int64 `json:"body_bytes_decoded"`
+	// WS is the run's WebSocket figures; only in runs with WebSocket steps (ws.go).
+	WS *WSStats `json:"ws,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

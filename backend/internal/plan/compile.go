@@ -46,6 +46,9 @@ type CompiledRequest struct {
 	// ThinkLo and ThinkHi bound the pause after the request (the request's think_time, else the
 	// plan's); both 0 for none.
 	ThinkLo, ThinkHi time.Duration
+	// WS is a WebSocket step's session, nil for an HTTP request; Scheme is then the handshake's
+	// ("http" for ws://, "https" for wss://).
+	WS *CompiledWS
 }
 
 // HeaderTemplate is one header of a request.
@@ -277,6 +280,12 @@ func (c *Compiled) compileRequest(cr *CompiledRequest, r *Request, data, extract
 		return err
 	}
 	cr.Scheme, cr.HostPort, cr.Host = u.Scheme, u.Host, u.Hostname()
+	if r.IsWebSocket() {
+		cr.Scheme = wsHTTPScheme(u)
+		if cr.WS, err = compileWS(r, data, extract); err != nil {
+			return err
+		}
+	}
 	if cr.URL, err = CompileTemplate(r.URL, data, extract); err != nil {
 		return err
 	}

@@ -87,6 +87,8 @@ type Request struct {
 	// SecretHeaders names headers (case-insensitive) whose values are secret besides
 	// AlwaysSecret: shown as Masked by the API and exports, kept by an update that sends Masked.
 	SecretHeaders []string `json:"secret_headers,omitempty"`
+	// WS is a WebSocket step's session (ws.go); only for a ws:// or wss:// URL.
+	WS *WS `json:"ws,omitempty"`
 }
 
 // Check is a per-response assertion; a response that fails one is counted with error kind
@@ -383,6 +385,7 @@ func (p *Plan) Validate() error {
 		if _, _, err := r.ThinkTime.Range(); err != nil {
 			v.add(f+"think_time", err.Error())
 		}
+		validateWS(f, &r, v)
 	}
 	p.validateScenario(v)
 	p.validateSecrets(v)
@@ -446,6 +449,9 @@ func (p *Plan) Validate() error {
 func checkURL(raw string) string {
 	if raw == "" {
 		return "is required"
+	}
+	if IsWebSocketURL(raw) {
+		return checkWSURL(raw)
 	}
 	u, err := parseURL(raw)
 	if err != nil {

@@ -289,6 +289,9 @@ func (p *Plan) validateScenario(v *ValidationError) {
 		for k, val := range r.Headers {
 			fields["headers"] += val + "\x00" + k
 		}
+		for _, t := range wsTemplates(&r) {
+			fields[t[0]] = t[1]
+		}
 		for name, s := range fields {
 			parts, err := ParseTemplate(s)
 			if err != nil {

@@ -177,6 +177,9 @@ func (p *Plan) SecretRefs() []SecretRef {
 			add("headers", k, r.Headers[k])
 		}
 		add("body", "", r.Body)
+		for _, t := range wsTemplates(r) {
+			add(t[0], "", t[1])
+		}
 	}
 	return out
 }
@@ -207,7 +210,7 @@ func (p *Plan) CheckSecrets(source string) error {
 			v.add(ref.Field, fmt.Sprintf("{{secret.%s}}: no secret %q in %s", ref.Name, ref.Name, source))
 			continue
 		}
-		if ref.Field[strings.LastIndexByte(ref.Field, '.')+1:] == "body" {
+		if f := ref.Field[strings.LastIndexByte(ref.Field, '.')+1:]; f == "body" || f == "send" { // a message text (ws.go) is a body
 			continue
 		}
 		for _, c := range []byte(val) {

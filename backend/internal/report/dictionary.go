@@ -249,6 +249,16 @@ var dictionaries = map[string]map[string]string{
 		"timing.all":    "all requests",
 		"timing.note":   "Connect and TLS are 0 for a request on a reused (kept-alive) connection, and those zeros count in the percentiles; waiting runs from the request written to the first response byte.",
 
+		"h.ws":         "WebSocket",
+		"ws.sessions":  "sessions",
+		"ws.failed":    "failed",
+		"ws.sent":      "messages sent",
+		"ws.received":  "messages received",
+		"ws.total":     "total",
+		"ws.perSecond": "per second",
+		"ws.connect":   "connect (to upgrade)",
+		"ws.roundTrip": "round trip",
+
 		"fail.sample":      "sample response (HTTP {status})",
 		"fail.moreHeaders": "… {n} more headers",
 		"fail.truncated":   "Body cut after its first KiB.",
@@ -445,6 +455,16 @@ var dictionaries = map[string]map[string]string{
 		"phase.receive": "接收",
 		"timing.all":    "全部请求",
 		"timing.note":   "复用（keep-alive）连接上的请求，其连接与 TLS 时间为 0，这些 0 也计入百分位数；等待从请求写出到收到第一个响应字节。",
+
+		"h.ws":         "WebSocket",
+		"ws.sessions":  "会话",
+		"ws.failed":    "失败",
+		"ws.sent":      "发送消息",
+		"ws.received":  "接收消息",
+		"ws.total":     "合计",
+		"ws.perSecond": "每秒",
+		"ws.connect":   "连接（至升级完成）",
+		"ws.roundTrip": "往返",
 
 		"fail.sample":      "示例响应（HTTP {status}）",
 		"fail.moreHeaders": "… 另有 {n} 个响应头",

@@ -92,11 +92,16 @@ func WriteJSON(w io.Writer, r Report) error {
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
 	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
 
-// WriteCSV writes one row per second under CSVHeader, then the monitors' columns (target.go).
+// WriteCSV writes one row per second under CSVHeader, then WSCSVHeader for a run with WebSocket
+// steps, then the monitors' columns (target.go).
 func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 	cw := csv.NewWriter(w)
+	ws := hasWS(samples)
 	ids := targetIDs(samples)
 	header := slices.Clone(CSVHeader)
+	if ws {
+		header = append(header, WSCSVHeader...)
+	}
 	for _, id := range ids {
 		header = append(header, TargetColumnPrefix+id)
 	}
@@ -114,6 +119,9 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 			f(s.RPS), strconv.FormatInt(s.Errors, 10), lat[0], lat[1], lat[2], lat[3], lat[4],
 			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
 			strconv.FormatBool(s.GeneratorBound)}
+		if ws {
+			row = append(row, wsCSVRow(&s)...)
+		}
 		row = append(row, targetCells(s, ids)...)
 		if err := cw.Write(row); err != nil {
 			return err

@@ -211,6 +211,19 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 </table>
 <p class="muted">{{tr "timing.note"}}</p>
 {{end}}
+{{with $.S}}{{with .WS}}
+<h3>{{tr "h.ws"}}</h3>
+<table>
+<thead><tr><th class="l"></th><th>{{tr "ws.sessions"}}</th><th>{{tr "ws.failed"}}</th><th>{{tr "ws.sent"}}</th><th>{{tr "ws.received"}}</th></tr></thead>
+<tbody><tr><td class="l">{{tr "ws.total"}}</td><td>{{.Sessions}}</td><td>{{.SessionsFailed}}</td><td>{{.MessagesSent}}</td><td>{{.MessagesReceived}}</td></tr>
+<tr><td class="l">{{tr "ws.perSecond"}}</td><td></td><td></td><td>{{f1 .MessagesSentRate}}</td><td>{{f1 .MessagesReceivedRate}}</td></tr></tbody>
+</table>
+<table>
+<thead><tr><th class="l"></th><th>{{tr "col.mean"}}</th><th>p50</th><th>p95</th><th>p99</th><th>max</th></tr></thead>
+<tbody><tr><td class="l">{{tr "ws.connect"}}</td><td>{{ms .Connect.Mean}}</td><td>{{ms .Connect.P50}}</td><td>{{ms .Connect.P95}}</td><td>{{ms .Connect.P99}}</td><td>{{ms .Connect.Max}}</td></tr>
+<tr><td class="l">{{tr "ws.roundTrip"}}</td><td>{{ms .RoundTrip.Mean}}</td><td>{{ms .RoundTrip.P50}}</td><td>{{ms .RoundTrip.P95}}</td><td>{{ms .RoundTrip.P99}}</td><td>{{ms .RoundTrip.Max}}</td></tr></tbody>
+</table>
+{{end}}{{end}}
 </section>
 {{end}}
 {{with .Failures}}

@@ -238,6 +238,7 @@ export type Sample = {
   target_errors?: MonitorError[];
   protocols?: Record<string, number>;
   body_bytes_decoded?: number;
+  ws?: WSStats;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -278,6 +279,7 @@ export type Summary = {
   monitor_errors?: MonitorError[];
   protocols?: Record<string, number>;
   body_bytes_decoded: number;
+  ws?: WSStats;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -356,6 +358,7 @@ export type PlanRequest = {
   checks?: Check[];
   extract?: Extract[];
   secret_headers?: string[];
+  ws?: WS;
 };
 
 /** The JSON of Go's plan.Data. */
@@ -483,6 +486,18 @@ export type MonitorError = {
   seconds: number;
 };
 
+/** The JSON of Go's metrics.WSStats. */
+export type WSStats = {
+  sessions: number;
+  sessions_failed: number;
+  messages_sent: number;
+  messages_received: number;
+  messages_sent_rate: number;
+  messages_received_rate: number;
+  connect_ms: Latency;
+  round_trip_ms: Latency;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -596,6 +611,15 @@ export type Extract = {
   pattern?: string;
 };
 
+/** The JSON of Go's plan.WS. */
+export type WS = {
+  subprotocols?: string[];
+  messages?: WSMessage[];
+  hold?: string;
+  close?: boolean;
+  max_message?: number;
+};
+
 /** The JSON of Go's plan.Stage. */
 export type PlanStage = {
   duration: string;
@@ -608,4 +632,11 @@ export type FailureSample = {
   headers: string[][] | null;
   body: string;
   body_truncated: boolean;
+};
+
+/** The JSON of Go's plan.WSMessage. */
+export type WSMessage = {
+  send?: string;
+  expect?: Check[];
+  timeout?: string;
 };

@@ -5,7 +5,7 @@
 import type { Sample } from './types';
 import { hasLatencyData } from './format';
 
-export const COLUMN_KEYS = ['rps', 'p50', 'p95', 'p99', 'errors', 'dropped', 'vus', 'cpu', 'rss_mib', 'lag', 'gb'] as const;
+export const COLUMN_KEYS = ['rps', 'p50', 'p95', 'p99', 'errors', 'dropped', 'vus', 'cpu', 'rss_mib', 'lag', 'gb', 'ws_sent', 'ws_received', 'ws_rtt_p50', 'ws_rtt_p95'] as const;
 export type ColumnKey = (typeof COLUMN_KEYS)[number];
 
 /** One line of a chart: which column, its legend label and colour. */
@@ -87,6 +87,13 @@ export class SeriesStore {
     this.cols.lag.push(num(s.client?.schedule_lag_p99_ms));
     // 1 in a generator-bound second, null otherwise: the TPS chart shades these seconds.
     this.cols.gb.push(s.generator_bound ? 1 : null);
+    // WebSocket steps (lib/ws.ts): message rates, and the round trip where one was measured.
+    const ws = s.ws;
+    const rtt = ws && (ws.round_trip_ms?.max ?? 0) > 0 ? ws.round_trip_ms : null;
+    this.cols.ws_sent.push(ws ? num(ws.messages_sent_rate) : null);
+    this.cols.ws_received.push(ws ? num(ws.messages_received_rate) : null);
+    this.cols.ws_rtt_p50.push(rtt ? num(rtt.p50) : null);
+    this.cols.ws_rtt_p95.push(rtt ? num(rtt.p95) : null);
 
     this.totalRequests += num(s.requests) ?? 0;
     this.totalErrors += num(s.errors) ?? 0;
