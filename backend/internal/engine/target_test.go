@@ -103,7 +103,9 @@ func TestHostileMonitorsDoNotSlowTheRun(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) })
 	flood := "http://" + testutil.EndlessBodyTarget(t) + "/metrics"
-	garbage := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("node_cpu_seconds_total{cpu=\"0\" 1\n")) })
+	garbage := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("node_cpu_seconds_total{cpu=\"0\" 1\n"))
+	})
 	base := constantVUs(tg.URL, 10, "3s")
 	hostile := strings.TrimSuffix(base, "}") + fmt.Sprintf(`,"monitors":[{"type":"node","name":"hang","url":%q},{"type":"node","name":"flood","url":%q},{"type":"node","name":"garbage","url":%q}]}`,
 		hang.URL+"/metrics", flood, garbage.URL+"/metrics")

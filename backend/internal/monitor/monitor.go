@@ -91,10 +91,10 @@ type mon struct {
 	client *http.Client
 	fresh  time.Duration // a value older than this at Read is a gap
 
-	mu    sync.Mutex
-	vals  []value   // the latest scrape's values; nil after an error
-	at    time.Time // when vals were taken
-	err   string
+	mu   sync.Mutex
+	vals []value   // the latest scrape's values; nil after an error
+	at   time.Time // when vals were taken
+	err  string
 
 	// the scraper's own state
 	buf    bytes.Buffer
