@@ -292,6 +292,7 @@ type nginx struct {
 	*proc
 	url       string // http://127.0.0.1:PORT/
 	accessLog string
+	www       string // the directory it serves
 }
 
 // indexHTML is the ~600-byte page nginx serves.
@@ -302,7 +303,8 @@ var indexHTML = func() string {
 	return head + filler[:600-len(head)-len(foot)] + foot
 }()
 
-func startNginx(t *testing.T) *nginx {
+// startNginx starts it; serverConf are extra directives for its server block ("gzip on;").
+func startNginx(t *testing.T, serverConf ...string) *nginx {
 	t.Helper()
 	requireTool(t, nginxPath)
 	dir := t.TempDir()
@@ -339,9 +341,10 @@ http {
         root %[5]s;
         index index.html;
         location / { }
+        %[6]s
     }
 }
-`, dir, accessLog, tmp, port, www)
+`, dir, accessLog, tmp, port, www, strings.Join(serverConf, "\n        "))
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -350,7 +353,7 @@ http {
 	p := startProc(t, "nginx", nginxPath, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitTCP(t, addr, p, 10*time.Second)
-	n := &nginx{proc: p, url: "http://" + addr + "/", accessLog: accessLog}
+	n := &nginx{proc: p, url: "http://" + addr + "/", accessLog: accessLog, www: www}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- nginx error.log (tail) ---\n%s", tail(filepath.Join(dir, "error.log"), 2000))
