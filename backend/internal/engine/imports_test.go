@@ -14,6 +14,7 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/volley-load/volley/backend/internal/metrics",
 		"github.com/volley-load/volley/backend/internal/netpolicy", // the target policy, checked at every dial
 		"github.com/volley-load/volley/backend/internal/procstat",
+		"github.com/volley-load/volley/backend/internal/monitor", // the run's monitors, read by the collector
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",
 		"github.com/tidwall/gjson", // JSON paths for checks and extraction
