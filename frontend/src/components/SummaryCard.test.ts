@@ -114,9 +114,9 @@ describe('SummaryCard, new fields', () => {
 
   it('renders the capacity table of a concurrency sweep', () => {
     const sweep = [
-      { vus: 1, duration_s: 3, requests: 300, rps: 100, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 20, rss_bytes: 1 << 24, knee: false, generator_bound_seconds: 0 },
-      { vus: 5, duration_s: 3, requests: 1500, rps: 500, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 60, rss_bytes: 1 << 24, knee: true, generator_bound_seconds: 0 },
-      { vus: 20, duration_s: 3, requests: 1530, rps: 510, p50_ms: 4, p90_ms: 8, p99_ms: 12, error_rate: 0, cpu_percent: 90, rss_bytes: 1 << 24, knee: false, generator_bound_seconds: 0 },
+      { vus: 1, duration_s: 3, requests: 300, rps: 100, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 20, rss_bytes: 1 << 24, knee: false, generator_bound_seconds: 0, client_cpu_us_per_request: 0 },
+      { vus: 5, duration_s: 3, requests: 1500, rps: 500, p50_ms: 1, p90_ms: 2, p99_ms: 3, error_rate: 0, cpu_percent: 60, rss_bytes: 1 << 24, knee: true, generator_bound_seconds: 0, client_cpu_us_per_request: 0 },
+      { vus: 20, duration_s: 3, requests: 1530, rps: 510, p50_ms: 4, p90_ms: 8, p99_ms: 12, error_rate: 0, cpu_percent: 90, rss_bytes: 1 << 24, knee: false, generator_bound_seconds: 0, client_cpu_us_per_request: 0 },
     ];
     const { container } = render(SummaryCard, { summary: { ...summary, executor: 'concurrency-sweep', sweep } });
     expect(container.querySelectorAll('[data-testid=capacity-row]')).toHaveLength(3);

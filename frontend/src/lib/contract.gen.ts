@@ -203,6 +203,7 @@ export type PlanSpec = {
   load: PlanLoad;
   http: PlanHTTP;
   thresholds: PlanThreshold[] | null;
+  monitors?: Monitor[];
 };
 
 /** The JSON of Go's metrics.Sample. */
@@ -227,6 +228,8 @@ export type Sample = {
   by_name?: Record<string, NameSample>;
   failures?: FailureGroup[];
   events?: RunEvent[];
+  target?: Record<string, number>;
+  target_errors?: MonitorError[];
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -262,6 +265,9 @@ export type Summary = {
   failures: FailureGroup[] | null;
   timing: Timing;
   events: RunEvent[] | null;
+  target_series?: MonitorSeries[];
+  target?: TargetStat[];
+  monitor_errors?: MonitorError[];
 };
 
 /** The JSON of Go's runs.Run. */
@@ -387,6 +393,17 @@ export type PlanThresholdObject = {
   abort_on_fail?: boolean;
 };
 
+/** The JSON of Go's plan.Monitor. */
+export type Monitor = {
+  name?: string;
+  type: string;
+  url: string;
+  interval?: string;
+  timeout?: string;
+  metric?: string;
+  labels?: Record<string, string>;
+};
+
 /** The JSON of Go's metrics.Latency. */
 export type Latency = {
   min: number;
@@ -443,6 +460,14 @@ export type RunEvent = {
   by: string;
 };
 
+/** The JSON of Go's metrics.MonitorError. */
+export type MonitorError = {
+  monitor: string;
+  message: string;
+  t: number;
+  seconds: number;
+};
+
 /** The JSON of Go's metrics.ClientSummary. */
 export type ClientSummary = {
   cpu_percent_avg: number;
@@ -483,6 +508,10 @@ export type SweepRow = {
   rss_bytes: number;
   knee: boolean;
   generator_bound_seconds: number;
+  server_cpu_percent?: number;
+  server_memory_bytes?: number;
+  client_cpu_us_per_request: number;
+  server_cpu_us_per_request?: number;
 };
 
 /** The JSON of Go's metrics.CheckResult. */
@@ -499,6 +528,24 @@ export type Timing = {
   tls_ms: Latency;
   wait_ms: Latency;
   receive_ms: Latency;
+};
+
+/** The JSON of Go's metrics.MonitorSeries. */
+export type MonitorSeries = {
+  id: string;
+  monitor: string;
+  type: string;
+  metric: string;
+  label?: string;
+  unit: string;
+};
+
+/** The JSON of Go's metrics.TargetStat. */
+export type TargetStat = MonitorSeries & {
+  avg: number;
+  max: number;
+  seconds: number;
+  gaps: number;
 };
 
 /** The JSON of Go's api.SendTiming. */

@@ -84,7 +84,7 @@ export function summary(over: SummaryOver = {}): Summary {
 
 export function sweepRow(over: Partial<SweepRow> = {}): SweepRow {
   const zero = { vus: 0, duration_s: 0, requests: 0, rps: 0, p50_ms: 0, p90_ms: 0, p99_ms: 0, error_rate: 0, cpu_percent: 0, rss_bytes: 0 };
-  return { ...zero, knee: false, generator_bound_seconds: 0, ...over };
+  return { ...zero, knee: false, generator_bound_seconds: 0, client_cpu_us_per_request: 0, ...over };
 }
 
 type PlanOver = Partial<Omit<PlanSpec, 'requests' | 'load'>> & { requests?: Partial<PlanRequest>[]; load?: Partial<PlanLoad> };
