@@ -24,8 +24,8 @@ func TestSummaryPrintsTarget(t *testing.T) {
 			{MonitorSeries: ser("host/cpu_percent/0", "node", "cpu_percent", "0", "percent"), Avg: 50, Max: 95, Seconds: 9},
 			{MonitorSeries: ser("web/rss_bytes/nginx", "process", "rss_bytes", "nginx", "bytes"), Avg: 8 << 20, Max: 9 << 20, Seconds: 10},
 		},
-		MonitorErrors: []metrics.MonitorError{{Monitor: "bad", Message: "line 1: malformed \x1b[31m", Seconds: 3}},
-		Sweep: []metrics.SweepRow{{VUs: 1, RPS: 100, CPUPercent: 10, ClientCPUUsPerRequest: 1000, ServerCPUPercent: f(20), ServerMemoryBytes: f(8 << 20), ServerCPUUsPerRequest: f(2000)}},
+		MonitorErrors:  []metrics.MonitorError{{Monitor: "bad", Message: "line 1: malformed \x1b[31m", Seconds: 3}},
+		Sweep:          []metrics.SweepRow{{VUs: 1, RPS: 100, CPUPercent: 10, ClientCPUUsPerRequest: 1000, ServerCPUPercent: f(20), ServerMemoryBytes: f(8 << 20), ServerCPUUsPerRequest: f(2000)}},
 		SweepLimitedBy: "none",
 	}
 	var out bytes.Buffer
