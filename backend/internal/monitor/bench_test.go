@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"syscall"
@@ -22,7 +23,7 @@ func BenchmarkScrapeNode(b *testing.B) {
 	tg := testutil.NewTarget(b, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
 	s := newSet([]plan.Monitor{spec("node", tg.URL)}, nil)
 	m := s.mons[0]
-	m.once()
+	m.once(context.Background())
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	// CPU time (user + system, the whole process: the loopback server's share included) per
@@ -34,7 +35,7 @@ func BenchmarkScrapeNode(b *testing.B) {
 	}
 	c0 := cpu()
 	for b.Loop() {
-		m.once()
+		m.once(context.Background())
 	}
 	b.ReportMetric((cpu()-c0)/float64(b.N), "cpu-µs/op")
 	if m.err != "" || len(m.vals) < 5 {

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,9 +62,9 @@ func scrapeTwice(t *testing.T, s *Set) (map[string]float64, []metrics.MonitorErr
 	clock := testutil.NewClock(time.Unix(1000, 0))
 	m := s.mons[0]
 	m.now = clock.Now
-	m.once()
+	m.once(context.Background())
 	clock.Add(time.Second)
-	m.once()
+	m.once(context.Background())
 	return s.Read(clock.Now())
 }
 
@@ -145,7 +146,7 @@ func TestHostileMonitors(t *testing.T) {
 		sp.Interval, sp.Timeout = plan.Duration(max(c.timeout, time.Second)), plan.Duration(c.timeout)
 		s := newSet([]plan.Monitor{sp}, nil)
 		t0 := time.Now()
-		s.mons[0].once()
+		s.mons[0].once(context.Background())
 		if d := time.Since(t0); d > c.timeout+time.Second+probe.Stop().Slack(testutil.StopChain) {
 			t.Errorf("%s: scrape took %v", c.want, d)
 		}
@@ -154,7 +155,7 @@ func TestHostileMonitors(t *testing.T) {
 			t.Errorf("%s: values %v, errors %+v", c.want, vals, errs)
 		}
 		// The same error is not repeated in the next second's sample, but it is counted.
-		s.mons[0].once()
+		s.mons[0].once(context.Background())
 		if _, errs = s.Read(time.Now()); len(errs) != 0 {
 			t.Errorf("%s: repeated error %+v", c.want, errs)
 		}
@@ -179,7 +180,7 @@ func TestPolicy(t *testing.T) {
 			p = nil // the built-in denial, with the default policy
 		}
 		s := newSet([]plan.Monitor{spec("node", u)}, p)
-		_, err := s.mons[0].scrape()
+		_, err := s.mons[0].scrape(context.Background())
 		var d *netpolicy.Denied
 		if !errors.As(err, &d) {
 			t.Errorf("%s: %v, want a *netpolicy.Denied", u, err)
@@ -223,6 +224,27 @@ func TestStartStop(t *testing.T) {
 	time.Sleep(120 * time.Millisecond)
 	if tg.Requests() != after {
 		t.Errorf("scrapes after Stop")
+	}
+	// Stop cancels a hanging scrape rather than waiting for its timeout.
+	release := make(chan struct{})
+	defer close(release)
+	hang := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	sp = spec("node", hang.URL)
+	sp.Timeout = plan.Duration(time.Minute)
+	sp.Interval = sp.Timeout
+	s = Start([]plan.Monitor{sp}, nil)
+	for hang.Requests() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t0 := time.Now()
+	s.Stop()
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("Stop waited %v for a hanging scrape", d)
 	}
 	if Start(nil, nil) != nil {
 		t.Error("a set without monitors")
