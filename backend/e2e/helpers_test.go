@@ -292,6 +292,7 @@ type nginx struct {
 	*proc
 	url       string // http://127.0.0.1:PORT/
 	accessLog string
+	www       string // the directory it serves
 }
 
 // indexHTML is the ~600-byte page nginx serves.
@@ -305,6 +306,12 @@ var indexHTML = func() string {
 // startNginx starts it; each of extra returns more server blocks for the config, given the temp
 // dir and the web root (h2_test.go adds a TLS + HTTP/2 one).
 func startNginx(t *testing.T, extra ...func(dir, www string) string) *nginx {
+	t.Helper()
+	return startNginxConf(t, nil, extra...)
+}
+
+// startNginxConf is startNginx with extra directives for its first server block ("gzip on;").
+func startNginxConf(t *testing.T, serverConf []string, extra ...func(dir, www string) string) *nginx {
 	t.Helper()
 	requireTool(t, nginxPath)
 	dir := t.TempDir()
@@ -341,9 +348,10 @@ http {
         root %[5]s;
         index index.html;
         location / { }
+        %[6]s
     }
-%[6]s}
-`, dir, accessLog, tmp, port, www, moreServers(dir, www, extra))
+%[7]s}
+`, dir, accessLog, tmp, port, www, strings.Join(serverConf, "\n        "), moreServers(dir, www, extra))
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -352,7 +360,7 @@ http {
 	p := startProc(t, "nginx", nginxPath, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitTCP(t, addr, p, 10*time.Second)
-	n := &nginx{proc: p, url: "http://" + addr + "/", accessLog: accessLog}
+	n := &nginx{proc: p, url: "http://" + addr + "/", accessLog: accessLog, www: www}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- nginx error.log (tail) ---\n%s", tail(filepath.Join(dir, "error.log"), 2000))

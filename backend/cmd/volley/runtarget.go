@@ -19,10 +19,11 @@ func printTarget(w io.Writer, s *metrics.Summary) {
 		if t.Label != "" {
 			name += " " + t.Label
 		}
-		fmt.Fprintf(w, "target\t%s\tavg %s\tmax %s\t(%d s, %d gaps)\n", name, targetValue(t.Avg, t.Unit), targetValue(t.Max, t.Unit), t.Seconds, t.Gaps)
+		fmt.Fprintf(w, "target\t%s\tavg %s\tmax %s\t(%d s, %d gaps)\n", printable(name), targetValue(t.Avg, t.Unit), targetValue(t.Max, t.Unit), t.Seconds, t.Gaps)
 	}
 	for _, e := range s.MonitorErrors {
-		fmt.Fprintf(w, "monitor error\t%s: %s\t(%d s)\n", e.Monitor, e.Message, e.Seconds)
+		// the message may quote a hostile endpoint's bytes: no terminal control sequences
+		fmt.Fprintf(w, "monitor error\t%s: %s\t(%d s)\n", printable(e.Monitor), printable(e.Message), e.Seconds)
 	}
 }
 

@@ -16,6 +16,7 @@ func TestEngineImportsOnlyAllowedPackages(t *testing.T) {
 		"github.com/volley-load/volley/backend/internal/netpolicy", // the target policy, checked at every dial
 		"github.com/volley-load/volley/backend/internal/procstat",
 		"github.com/volley-load/volley/backend/internal/segment", // its share of a run split among agents (pure)
+		"github.com/volley-load/volley/backend/internal/monitor", // the run's monitors, read by the collector
 		"github.com/valyala/fasthttp",
 		"github.com/HdrHistogram/hdrhistogram-go",
 		"github.com/tidwall/gjson", // JSON paths for checks and extraction

@@ -139,14 +139,16 @@ func (t *targetSide) finish(s *metrics.Summary) {
 const serverBusy = 90.0
 
 // latencyRise: past the knee, latency "rises with flat TPS" when a later level's p50 is at least
-// this factor of the knee's while its throughput stays within kneeShare of the knee's.
+// this factor of the knee's while its throughput grew by less than 1/kneeShare (about 5 %) over
+// the knee's, or fell.
 const latencyRise = 1.2
 
 // limitedByMeasured is limitedBy with the server's columns (SweepRow.ServerCPUPercent), for a
 // sweep with a server monitor. At the knee (or the last level without one):
 //   - "generator" when any of that level's seconds found the generator saturated;
 //   - "target" when the server's CPU there is ≥ 90 % (see serverBusy), or when a later level
-//     shows latency rising (p50 ≥ 1.2 × the knee's) with throughput flat (≥ 95 % of the knee's);
+//     shows latency rising (p50 ≥ 1.2 × the knee's) with throughput flat or falling (at most
+//     1/0.95 ≈ 1.05 × the knee's);
 //   - "none" otherwise: neither side was measured at its limit within the levels tried.
 func limitedByMeasured(rows []metrics.SweepRow) string {
 	at := len(rows) - 1
@@ -164,7 +166,7 @@ func limitedByMeasured(rows []metrics.SweepRow) string {
 		return metrics.LimitedByTarget
 	}
 	for _, later := range rows[at+1:] {
-		if r.P50 > 0 && later.P50 >= latencyRise*r.P50 && later.RPS >= kneeShare*r.RPS {
+		if r.P50 > 0 && later.P50 >= latencyRise*r.P50 && later.RPS*kneeShare <= r.RPS {
 			return metrics.LimitedByTarget
 		}
 	}

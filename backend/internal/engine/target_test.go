@@ -80,9 +80,17 @@ func TestLimitedByMeasured(t *testing.T) {
 	if got := limitedByMeasured(rows); got != metrics.LimitedByTarget {
 		t.Errorf("latency rising with flat TPS: %q", got)
 	}
+	rows[2].RPS = 150 // throughput falling past the knee counts as flat
+	if got := limitedByMeasured(rows); got != metrics.LimitedByTarget {
+		t.Errorf("latency rising with falling TPS: %q", got)
+	}
 	rows[2].P50 = 21 // flat latency too: nothing measured at its limit
 	if got := limitedByMeasured(rows); got != metrics.LimitedByNone {
 		t.Errorf("flat latency: %q", got)
+	}
+	rows[2].RPS, rows[2].P50 = 400, 80 // throughput still growing past the "knee": not flat
+	if got := limitedByMeasured(rows); got != metrics.LimitedByNone {
+		t.Errorf("growing TPS: %q", got)
 	}
 }
 

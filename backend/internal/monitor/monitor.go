@@ -66,9 +66,10 @@ const (
 // goroutine (the run's collector); Stop ends the scrapers. A nil *Set (a plan without monitors)
 // reads as empty.
 type Set struct {
-	mons []*mon
-	stop chan struct{}
-	wg   sync.WaitGroup
+	mons   []*mon
+	ctx    context.Context // cancelled by Stop: ends the scrapers and any scrape in flight
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// the reader's state
 	series   []metrics.MonitorSeries
@@ -91,10 +92,10 @@ type mon struct {
 	client *http.Client
 	fresh  time.Duration // a value older than this at Read is a gap
 
-	mu    sync.Mutex
-	vals  []value   // the latest scrape's values; nil after an error
-	at    time.Time // when vals were taken
-	err   string
+	mu   sync.Mutex
+	vals []value   // the latest scrape's values; nil after an error
+	at   time.Time // when vals were taken
+	err  string
 
 	// the scraper's own state
 	buf    bytes.Buffer
@@ -121,7 +122,7 @@ func Start(specs []plan.Monitor, pol *netpolicy.Policy) *Set {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			m.loop(s.stop)
+			m.loop(s.ctx)
 		}()
 	}
 	return s
@@ -132,7 +133,8 @@ func newSet(specs []plan.Monitor, pol *netpolicy.Policy) *Set {
 	if pol == nil {
 		pol = netpolicy.Default()
 	}
-	s := &Set{stop: make(chan struct{}), index: map[string]int{}, errIndex: map[[2]string]int{}, shown: make([]string, len(specs))}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Set{ctx: ctx, cancel: cancel, index: map[string]int{}, errIndex: map[[2]string]int{}, shown: make([]string, len(specs))}
 	for _, sp := range specs {
 		s.mons = append(s.mons, newMon(sp, pol))
 	}
@@ -174,15 +176,15 @@ func newMon(sp plan.Monitor, pol *netpolicy.Policy) *mon {
 	}
 }
 
-// loop scrapes at once and then every interval until stop is closed.
-func (m *mon) loop(stop <-chan struct{}) {
+// loop scrapes at once and then every interval until ctx ends.
+func (m *mon) loop(ctx context.Context) {
 	defer m.client.CloseIdleConnections()
 	t := time.NewTicker(m.spec.Interval.D())
 	defer t.Stop()
 	for {
-		m.once()
+		m.once(ctx)
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -190,8 +192,11 @@ func (m *mon) loop(stop <-chan struct{}) {
 }
 
 // once scrapes and stores the values or the error.
-func (m *mon) once() {
-	vals, err := m.scrape()
+func (m *mon) once(ctx context.Context) {
+	vals, err := m.scrape(ctx)
+	if ctx.Err() != nil {
+		return // stopped: the run is over, nothing to record
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -213,9 +218,9 @@ var (
 )
 
 // scrape fetches and parses the monitor's endpoint and derives the preset's values.
-func (m *mon) scrape() ([]value, error) {
+func (m *mon) scrape(ctx context.Context) ([]value, error) {
 	timeout := m.spec.Timeout.D()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.spec.URL, nil)
 	if err != nil {
@@ -576,16 +581,13 @@ func (s *Set) Monitors() []plan.Monitor {
 	return out
 }
 
-// Stop ends the scrapers and waits for them (at most one scrape's timeout).
+// Stop ends the scrapers, cancelling a scrape in flight, and waits for them: it does not wait
+// for a hanging monitor's timeout. Later calls do nothing.
 func (s *Set) Stop() {
 	if s == nil {
 		return
 	}
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
+	s.cancel()
 	s.wg.Wait()
 }
 

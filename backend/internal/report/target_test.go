@@ -61,7 +61,7 @@ func TestHTMLTargetSection(t *testing.T) {
 		samples = append(samples, s)
 	}
 	sum := &metrics.Summary{Requests: 60, RPS: 10, TargetSeries: []metrics.MonitorSeries{ps, ms},
-		Target: []metrics.TargetStat{{MonitorSeries: ps, Avg: 34, Max: 60, Seconds: 5, Gaps: 1}, {MonitorSeries: ms, Avg: 8 << 20, Max: 8 << 20, Seconds: 5, Gaps: 1}},
+		Target:        []metrics.TargetStat{{MonitorSeries: ps, Avg: 34, Max: 60, Seconds: 5, Gaps: 1}, {MonitorSeries: ms, Avg: 8 << 20, Max: 8 << 20, Seconds: 5, Gaps: 1}},
 		MonitorErrors: []metrics.MonitorError{{Monitor: "nginx", Message: "timeout after 800ms", T: 3000, Seconds: 1}}}
 	for _, lang := range Langs {
 		var buf bytes.Buffer

@@ -65,12 +65,14 @@ func pick(smps []store.Sample, n int) ([]int, bool, error) {
 				P95 float64 `json:"p95"`
 			} `json:"latency_ms"`
 			Events []json.RawMessage `json:"events"`
+			// a monitor error is shown once, in its second: keep that second too
+			TargetErrors []json.RawMessage `json:"target_errors"`
 		}
 		if err := json.Unmarshal(s.Data, &v); err != nil {
 			return nil, false, fmt.Errorf("second %d: %w", s.Second, err)
 		}
 		x[i], rps[i], p95[i] = float64(s.Second), v.RPS, v.Latency.P95
-		if len(v.Events) > 0 {
+		if len(v.Events) > 0 || len(v.TargetErrors) > 0 {
 			events = append(events, i)
 		}
 	}

@@ -17,7 +17,7 @@ const row = (vus: number, rps: number, over: Partial<SweepRow> = {}): SweepRow =
   rss_bytes: 31457280,
   knee: false,
   generator_bound_seconds: 0,
-  client_cpu_us_per_request: 0,
+  client_cpu_us_per_request: 42.5,
   ...over,
 });
 
@@ -55,5 +55,24 @@ describe('CapacityTable', () => {
     expect(container.textContent).toContain('No knee: throughput still grew at the last level.');
     const cells = [...container.querySelectorAll('[data-vus="20"] td')].map((td) => td.textContent);
     expect(cells.filter((c) => c === '—').length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('adds the server columns when a monitor measured the target, and says when nothing limited', () => {
+    const plain = render(CapacityTable, { rows: [row(1, 100)], charts: false });
+    expect(plain.container.querySelector('thead')!.textContent).toContain('client µs/req');
+    expect(plain.container.querySelector('thead')!.textContent).not.toContain('server CPU');
+    expect(plain.container.querySelector('[data-testid=capacity-client-us]')!.textContent).toBe('42.5');
+    plain.unmount();
+    const rows = [
+      row(1, 100, { server_cpu_percent: 12.5, server_memory_bytes: 8 * 1048576, server_cpu_us_per_request: 1250 }),
+      row(8, 700, { server_cpu_percent: 55, server_memory_bytes: 9 * 1048576, server_cpu_us_per_request: 785.7 }),
+    ];
+    const { container } = render(CapacityTable, { rows, limitedBy: 'none', charts: false });
+    expect(container.querySelector('thead')!.textContent).toContain('server memory');
+    const cpu = [...container.querySelectorAll('[data-testid=capacity-server-cpu]')].map((c) => c.textContent);
+    expect(cpu).toEqual(['12.5 %', '55 %']);
+    expect(container.querySelector('[data-vus="8"]')!.textContent).toContain('9 MiB');
+    expect(container.querySelector('[data-vus="8"] [data-testid=capacity-server-us]')!.textContent).toBe('786');
+    expect(container.querySelector('[data-testid=capacity-sentence]')!.textContent).toContain('Neither side was measured at its limit');
   });
 });

@@ -24,5 +24,6 @@ export function kneeSentence(rows: readonly SweepRow[], limitedBy?: string): str
   }
   if (limitedBy === 'generator') s += ' ' + t('sweep.limitGenerator');
   else if (limitedBy === 'target') s += ' ' + t('sweep.limitTarget');
+  else if (limitedBy === 'none') s += ' ' + t('sweep.limitNone');
   return s;
 }
