@@ -13,12 +13,10 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
-// readBufferSize is each connection's read buffer. fasthttp parses a response header inside it,
-// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB; a larger one
-// is error kind header_too_large), and with it the longest header line and the most header fields
-// (about a thousand of the shortest). It is the
-// size bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation,
-// not two; TestReadBufferSize).
+// readBufferSize is each connection's read buffer to begin with. fasthttp parses a response header
+// inside it; a larger header grows it, up to http.max_header (header.go). It is the size
+// bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation, not two;
+// TestReadBufferSize).
 const readBufferSize = 4096
 
 // httpConn is one VU's HTTP/1.1 keep-alive connection to one address: fasthttp's request writer
@@ -38,13 +36,16 @@ type httpConn struct {
 	vu   *vu
 	conn net.Conn      // nil between connections
 	cc   *countingConn // under conn (conn itself, or under TLS)
-	br   bufio.Reader  // its buffer is made on the first connect
+	br   bufio.Reader  // its buffer is made on the first connect, grown for a large header (header.go)
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 
 	wroteAt, first time.Duration // the request's write ended; its answer's first byte came (timing.go)
 	// head, set for a test request only (SendOne), keeps the first sendHeadBytes bytes read: the
 	// response's head, shown even when it cannot be parsed as a run would (keepHead).
 	head *[]byte
+	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
+	// until the first growth.
+	spill *spill
 }
 
 // do sends req, reads the answer's header into resp and its body as req asks (readBody), and
@@ -58,12 +59,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 			return 0, err
 		}
 	}
-	resp.Reset()
-	resp.SkipBody = true // the header only: readBody decides what to do with the body
-	resp.Header.DisableNormalizing()
-	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
-	// clears this flag)
-	resp.Header.SetNoDefaultContentType(true)
+	resetResponse(resp)
 	var err error
 	if req.wire != nil {
 		_, err = h.conn.Write(req.wire)
@@ -77,7 +73,10 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	}
 	if err == nil {
 		h.wrote()
-		if err = resp.ReadLimitBody(&h.br, 0); err != nil {
+		for err = resp.ReadLimitBody(&h.br, 0); h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
+			resetResponse(resp) // the header outgrew the read buffer, which grew (header.go)
+		}
+		if err != nil {
 			if err == io.EOF {
 				// fasthttp reports any error on a response's first byte as io.EOF; the connection
 				// knows whether it was one (a reset before the answer) or the server closing.
@@ -110,6 +109,16 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	return n, nil
 }
 
+// resetResponse readies resp for reading a response's header.
+func resetResponse(resp *fasthttp.Response) {
+	resp.Reset()
+	resp.SkipBody = true // the header only: readBody decides what to do with the body
+	resp.Header.DisableNormalizing()
+	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
+	// clears this flag)
+	resp.Header.SetNoDefaultContentType(true)
+}
+
 // noBody reports whether a response with this status has no body (RFC 9110 §6.4.1).
 func noBody(status int) bool {
 	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
@@ -137,7 +146,11 @@ func (h *httpConn) readBody(req *outgoing, resp *fasthttp.Response) (int64, erro
 			return 0, err
 		}
 		if cl == -1 {
-			if err := resp.Header.ReadTrailer(&h.br); err != nil {
+			err := resp.Header.ReadTrailer(&h.br)
+			for h.grow(err) {
+				err = resp.Header.ReadTrailer(&h.br)
+			}
+			if err != nil {
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
@@ -268,8 +281,16 @@ func (h *httpConn) connect() error {
 		c = tc
 	}
 	h.conn = c
-	// reads go through h.Read, which notes the first byte of each answer
-	h.br.Reset(h)
+	// reads go through h.Read, which notes the first byte of each answer; a buffer grown for a
+	// large header is kept (header.go)
+	if h.spill != nil {
+		h.spill.b = nil
+	}
+	if h.br.Size() == 0 && h.vu.e.maxHeader < readBufferSize {
+		h.br = *bufio.NewReaderSize(h, h.vu.e.maxHeader)
+	} else {
+		h.br.Reset(h)
+	}
 	if h.bw != nil { // made on the first request that is not pre-serialized
 		h.bw.Reset(c)
 	}

@@ -81,6 +81,7 @@ type Engine struct {
 	rowNext      atomic.Int64
 	extractSlots int
 	maxBody      int           // http.max_body: the largest body read into memory for checks and extractions
+	maxHeader    int           // http.max_header: the largest response header (header.go)
 	writeBuf     int           // fasthttp write buffer per connection (writeBufferSize)
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
@@ -131,6 +132,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	if err := p.CheckSecrets("the plan's secret values"); err != nil {
 		return nil, err
 	}
+	if p.HTTP.Proxy != "" {
+		return nil, fmt.Errorf("http.proxy: not supported by this engine yet")
+	}
 	if opts.Shards <= 0 {
 		opts.Shards = 4 * runtime.GOMAXPROCS(0)
 	}
@@ -180,6 +184,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())
 	e.policy = opts.Policy
 	e.maxBody = p.HTTP.MaxBodyOrDefault()
+	e.maxHeader = p.HTTP.MaxHeaderOrDefault()
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
 		e.connectTimeout = p.HTTP.Timeout.D()

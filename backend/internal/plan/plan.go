@@ -136,6 +136,12 @@ type HTTP struct {
 	// port ("api.example.test:8080"), which then applies to that port only and wins over the bare
 	// name. The URL's host still goes into the Host header and TLS SNI.
 	Hosts map[string]string `json:"hosts,omitempty"`
+	// MaxHeader is the largest response header, in bytes, a VU reads (0: DefaultMaxHeader); a
+	// larger one is error kind header_too_large (h1edge.go).
+	MaxHeader int `json:"max_header,omitempty"`
+	// Proxy is an HTTP proxy every request goes through, "http://host:port" ("": direct). Proxy
+	// environment variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) are never used.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 // MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
@@ -381,6 +387,7 @@ func (p *Plan) Validate() error {
 	if m := p.HTTP.MaxBody; m != 0 && (m < MinMaxBody || m > MaxMaxBody) {
 		v.add("http.max_body", fmt.Sprintf("must be %d–%d bytes (default %d)", MinMaxBody, MaxMaxBody, DefaultMaxBody))
 	}
+	validateH1(p, v)
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
 			addr = strings.TrimSpace(addr)
