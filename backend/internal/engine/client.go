@@ -43,17 +43,26 @@ type httpConn struct {
 	// head, set for a test request only (SendOne), keeps the first sendHeadBytes bytes read: the
 	// response's head, shown even when it cannot be parsed as a run would (keepHead).
 	head *[]byte
+	// unsent: the last exchange failed before a byte of its request was written; sentBefore is
+	// the connection's written count when the request began (keepalive.go).
+	unsent     bool
+	sentBefore int64
 	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
 	// until the first growth.
 	spill *spill
 }
 
-// do sends req, reads the answer's header into resp and its body as req asks (readBody), and
-// returns the body's size. A body is never allocated at the length the response declares.
-func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
+// once sends req, reads the answer's header into resp and its body as req asks (readBody), and
+// returns the body's size. A body is never allocated at the length the response declares. It
+// sets h.unsent when it failed before writing a byte of the request (keepalive.go).
+func (h *httpConn) once(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	// before anything can fail: a failure without a response of its own has status 0 and no
 	// sample, whatever the VU's previous request got (TestConnectFailureHasNoStatus)
 	h.vu.fails.status, h.vu.fails.captured = 0, false
+	h.unsent = false
+	if h.conn != nil && h.stale() {
+		h.close() // the server closed it while idle: nothing is sent on it (keepalive.go)
+	}
 	if h.conn == nil {
 		if err := h.connect(); err != nil {
 			return 0, err
@@ -61,6 +70,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	}
 	resetResponse(resp)
 	var err error
+	h.sentBefore = h.written()
 	if req.wire != nil {
 		_, err = h.conn.Write(req.wire)
 	} else {
@@ -71,6 +81,7 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 			err = h.bw.Flush()
 		}
 	}
+	h.unsent = err != nil && h.written() == h.sentBefore
 	if err == nil {
 		h.wrote()
 		for err = resp.ReadLimitBody(&h.br, 0); h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
