@@ -179,6 +179,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	}
 	e.fails = newFailTable(names, p)
 	for i := range e.reqs {
+		if e.reqs[i].urlT == nil {
+			e.reqs[i].r.URL = browserURL(e.reqs[i].r.URL) // url.go
+		}
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}
 	e.writeBuf = writeBufferSize(e.reqs, p.HTTP.KeepAliveOn())

@@ -71,6 +71,8 @@ type vu struct {
 
 	tm    reqTiming  // phases of the request in flight (timing.go)
 	fails vuFailures // failure groups' scratch (failures.go)
+
+	urlBuf []byte // a rendered URL percent-encoded as browsers send it (url.go), made on first use
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -303,7 +305,7 @@ func (v *vu) prepare(r *vuReq) {
 	s := r.spec
 	if s.urlT != nil {
 		r.buf = s.urlT.render(r.buf[:0], v)
-		r.req.SetRequestURIBytes(r.buf)
+		r.req.SetRequestURIBytes(v.browserURLBytes(r.buf))
 		// Parse it now: fasthttp writes a request line from the parsed URI (origin form, /path)
 		// only when the URI has been parsed since it was set; otherwise it sends the raw,
 		// absolute URL.
