@@ -47,6 +47,10 @@ type httpConn struct {
 	// the connection's written count when the request began (keepalive.go).
 	unsent     bool
 	sentBefore int64
+	// abs, pw and pbw build requests in absolute form for a proxy (proxy.go); nil without one.
+	abs []byte
+	pw  *sliceWriter
+	pbw *bufio.Writer
 	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
 	// until the first growth.
 	spill *spill
@@ -71,7 +75,9 @@ func (h *httpConn) once(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	resetResponse(resp)
 	var err error
 	h.sentBefore = h.written()
-	if req.wire != nil {
+	if h.vu.e.proxy != "" && h.tls == nil {
+		err = h.writeProxied(req) // absolute form (proxy.go)
+	} else if req.wire != nil {
 		_, err = h.conn.Write(req.wire)
 	} else {
 		if h.bw == nil {
@@ -272,7 +278,13 @@ func looksLikeHTTP(br *bufio.Reader) bool {
 func (h *httpConn) connect() error {
 	v := h.vu
 	t0 := v.e.now()
-	c, err := v.dial(h.addr)
+	var c net.Conn
+	var err error
+	if v.e.proxy != "" {
+		c, err = h.proxyDial() // proxy.go
+	} else {
+		c, err = v.dial(h.addr)
+	}
 	t1 := v.e.now()
 	v.tm.connect += t1 - t0
 	if err != nil {

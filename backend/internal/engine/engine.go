@@ -95,6 +95,8 @@ type Engine struct {
 	failed failure // a panic in one of the run's goroutines (panic.go)
 
 	fails *failTable // failure groups (failures.go)
+
+	proxy string // http.proxy's host:port, "" for none (proxy.go)
 }
 
 type reqSpec struct {
@@ -131,9 +133,6 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	p := c.Plan
 	if err := p.CheckSecrets("the plan's secret values"); err != nil {
 		return nil, err
-	}
-	if p.HTTP.Proxy != "" {
-		return nil, fmt.Errorf("http.proxy: not supported by this engine yet")
 	}
 	if opts.Shards <= 0 {
 		opts.Shards = 4 * runtime.GOMAXPROCS(0)
@@ -188,6 +187,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	e.policy = opts.Policy
 	e.maxBody = p.HTTP.MaxBodyOrDefault()
 	e.maxHeader = p.HTTP.MaxHeaderOrDefault()
+	if p.HTTP.Proxy != "" {
+		e.proxy, _ = plan.ProxyAddr(p.HTTP.Proxy) // validated by the plan
+	}
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
 		e.connectTimeout = p.HTTP.Timeout.D()
