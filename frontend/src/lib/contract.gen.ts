@@ -162,6 +162,7 @@ export const DEFAULTS = {
   max_body: 1048576,
   max_redirects: 10,
   sweep_levels: [10, 50, 100, 500, 1000],
+  max_header: 65536,
 } as const;
 
 /** The ranges the server enforces (docs/api.md, "Ranges"). */
@@ -178,6 +179,8 @@ export const BOUNDS = {
   max_redirects: 50,
   min_max_body: 1024,
   max_max_body: 1073741824,
+  min_max_header: 1024,
+  max_max_header: 1048576,
   max_requests: 1000,
   max_weight: 1000000,
   max_checks: 50,
@@ -378,6 +381,8 @@ export type PlanHTTP = {
   insecure_skip_verify: boolean;
   max_body?: number;
   hosts?: Record<string, string>;
+  max_header?: number;
+  proxy?: string;
 };
 
 /** The JSON of Go's plan.Threshold. */
