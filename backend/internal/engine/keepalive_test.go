@@ -24,6 +24,9 @@ type closingServer struct {
 	requests atomic.Int64
 	mu       sync.Mutex
 	seen     map[string]int
+	// raced counts idle closes that met a request already on its way (it arrived within 50 ms
+	// of the idle timeout): the one window keepalive.go leaves, where a request fails unread.
+	raced atomic.Int64
 }
 
 func newClosingServer(t *testing.T, k int, say string, idle time.Duration) *closingServer {
@@ -60,6 +63,12 @@ func newClosingServer(t *testing.T, k int, say string, idle time.Duration) *clos
 					}
 					r, err := http.ReadRequest(br)
 					if err != nil {
+						if idle > 0 {
+							_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+							if _, err := br.Peek(1); err == nil {
+								s.raced.Add(1)
+							}
+						}
 						return
 					}
 					body, err := io.ReadAll(r.Body)
@@ -124,8 +133,8 @@ func TestKeepAliveServerCloses(t *testing.T) {
 		{name: "silent close after every answer", k: 1},
 		{name: "Connection: close every 3rd", k: 3, say: "close"},
 		{name: "HTTP/1.0 answer every 2nd", k: 2, say: "http/1.0"},
-		// the server's idle close must come before the VU's next request: 240 ms of margin, and a
-		// failure with a scheduling delay that large is no verdict (probe below)
+		// the server's idle close comes 240 ms before the VU's next request; a close that a
+		// request met all the same (a timer fired that late) is counted by the server (raced)
 		{name: "idle timeout", idle: 10 * time.Millisecond, think: "250ms"},
 	}
 	reqs := []struct {
@@ -160,15 +169,11 @@ func TestKeepAliveServerCloses(t *testing.T) {
 				if c.idle > 0 {
 					iters = 3
 				}
-				probe := testutil.StartSchedProbe(t)
 				sum, _ := run(t, mustPlan(t, h1Plan(t, url, 4, iters, fields, "")))
-				if d := probe.Stop(); c.idle > 0 && sum.Errors > 0 && d.Max >= 240*time.Millisecond {
-					t.Skipf("goroutines woke up to %v late (%v): the idle close may have come after the next request", d.Max, d)
-				}
 				served := s.requests.Load()
-				if sum.Requests != int64(4*iters) || sum.Successes != served || sum.Errors != 0 {
-					t.Errorf("volley: %d requests, %d successes, errors %v; the server read %d (want %d, all successes)",
-						sum.Requests, sum.Successes, sum.ErrorKinds, served, 4*iters)
+				if sum.Requests != int64(4*iters) || sum.Successes != served || sum.Errors != s.raced.Load() {
+					t.Errorf("volley: %d requests, %d successes, errors %v; the server read %d, %d closes raced a request (want %d requests, successes = the server's, errors = raced)",
+						sum.Requests, sum.Successes, sum.ErrorKinds, served, s.raced.Load(), 4*iters)
 				}
 				if d := s.duplicates(); r.distinct && d != 0 {
 					t.Errorf("the server received %d requests twice", d)

@@ -39,7 +39,7 @@ for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((
 /** Every load field some executor takes. */
 const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
-const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify'];
+const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'max_header', 'proxy'];
 
 export function isExecutor(ex: string): ex is Executor {
   return (EXECUTORS as readonly string[]).includes(ex);
@@ -234,6 +234,9 @@ export interface PlanForm {
   maxRedirects: string;
   connectTimeout: string;
   insecureSkipVerify: boolean;
+  /** http.max_header in bytes ('' = the default) and http.proxy ('' = direct). */
+  maxHeader: string;
+  proxy: string;
   /** One threshold per line; blank lines are ignored. */
   thresholds: string;
   /** Options of each non-blank threshold line, by index (missing = plain). */
@@ -314,6 +317,8 @@ export function emptyForm(): PlanForm {
     maxRedirects: '',
     connectTimeout: '',
     insecureSkipVerify: false,
+    maxHeader: '',
+    proxy: '',
     thresholds: '',
     thresholdOpts: [],
     loadedLoad: {},
@@ -389,6 +394,8 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
     maxRedirects: str(http.max_redirects),
     connectTimeout: str(http.connect_timeout),
     insecureSkipVerify: http.insecure_skip_verify === true,
+    maxHeader: str(http.max_header),
+    proxy: str(http.proxy),
     thresholds: thresholds.map((t) => (isObject(t) ? str(t.expr) : str(t))).join('\n'),
     thresholdOpts: thresholds.map((t) =>
       isObject(t)
@@ -858,6 +865,8 @@ export function formToPlan(form: PlanForm): FormPlan {
   if (form.followRedirects || had('follow_redirects')) http.follow_redirects = form.followRedirects;
   setIf(http, 'max_redirects', typedInt(form.maxRedirects));
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
+  setIf(http, 'max_header', typedInt(form.maxHeader));
+  setIf(http, 'proxy', form.proxy.trim());
   withExtra(http, form.extraHttp);
 
   const out: Record<string, unknown> = { name: form.name.trim(), requests };
@@ -913,6 +922,8 @@ export function formSlots(form: PlanForm): string[] {
     'http.max_redirects',
     'http.connect_timeout',
     'http.insecure_skip_verify',
+    'http.max_header',
+    'http.proxy',
     'thresholds',
   );
   thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));
