@@ -163,4 +163,3 @@ func TestProxyTargetPolicy(t *testing.T) {
 		t.Errorf("the proxy was asked %d times, the target %d; want 0", n, tg.Requests())
 	}
 }
-
