@@ -110,15 +110,15 @@ func TestBrowserRunVerdictAndOutcomeFilter(t *testing.T) {
 }
 
 // TestBrowserSendPanelAndURLHint: in the plan editor, Send against a target whose response header
-// is over 4 KiB shows the status and the fields that fit, and says they were cut; a URL written
+// is over http.max_header (64 KiB) shows the status and the fields that fit, and says they were cut; a URL written
 // as "{{base}}/" gets a hint that is itself a valid URL (never http://{{base}}/).
 func TestBrowserSendPanelAndURLHint(t *testing.T) {
 	requireUI(t)
 	requireTool(t, chromiumPath)
 	srv := startServer(t, filepath.Join(t.TempDir(), "volley.db"), "")
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		for i := range 40 {
-			w.Header().Set(fmt.Sprintf("X-Pad-%02d", i), strings.Repeat("v", 200))
+		for i := range 400 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%03d", i), strings.Repeat("v", 200))
 		}
 		w.WriteHeader(http.StatusAccepted)
 	}))
@@ -134,7 +134,7 @@ func TestBrowserSendPanelAndURLHint(t *testing.T) {
 	res := evalString(t, ctx, `document.querySelector('[data-testid="send-result-0"]').innerText`)
 	t.Logf("send result: %s", strings.Join(strings.Fields(res), " "))
 	status := evalString(t, ctx, `document.querySelector('[data-testid="send-result-0"] .status')?.innerText ?? ""`)
-	if status != "202" || !strings.Contains(res, "header_too_large") || !strings.Contains(res, "larger than 4096 bytes") {
+	if status != "202" || !strings.Contains(res, "header_too_large") || !strings.Contains(res, "larger than 65536 bytes") {
 		t.Errorf("send result: status %q, text %q", status, res)
 	}
 	if evalString(t, ctx, `String(!!document.querySelector('[data-testid="send-headers-cut-0"]')?.offsetParent)`) != "true" {

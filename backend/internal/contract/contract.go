@@ -216,6 +216,7 @@ func writeDefaults(b *strings.Builder) {
 		{"max_body", strconv.Itoa(plan.DefaultMaxBody)},
 		{"max_redirects", strconv.Itoa(plan.DefaultRedirects)},
 		{"sweep_levels", levels},
+		{"max_header", strconv.Itoa(plan.DefaultMaxHeader)},
 	}
 	bounds := [][2]string{
 		{"max_vus", strconv.Itoa(plan.MaxVUs)},
@@ -230,6 +231,8 @@ func writeDefaults(b *strings.Builder) {
 		{"max_redirects", strconv.Itoa(plan.MaxRedirects)},
 		{"min_max_body", strconv.Itoa(plan.MinMaxBody)},
 		{"max_max_body", strconv.Itoa(plan.MaxMaxBody)},
+		{"min_max_header", strconv.Itoa(plan.MinMaxHeader)},
+		{"max_max_header", strconv.Itoa(plan.MaxMaxHeader)},
 		{"max_requests", strconv.Itoa(plan.MaxRequests)},
 		{"max_weight", strconv.Itoa(plan.MaxWeight)},
 		{"max_checks", strconv.Itoa(plan.MaxChecks)},

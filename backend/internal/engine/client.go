@@ -14,12 +14,10 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
-// readBufferSize is each connection's read buffer. fasthttp parses a response header inside it,
-// so it is also the largest response header a VU accepts (fasthttp's default, 4 KiB; a larger one
-// is error kind header_too_large), and with it the longest header line and the most header fields
-// (about a thousand of the shortest). It is the
-// size bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation,
-// not two; TestReadBufferSize).
+// readBufferSize is each connection's read buffer to begin with. fasthttp parses a response header
+// inside it; a larger header grows it, up to http.max_header (header.go). It is the size
+// bufio.Reader.Reset gives a zero Reader, which is how httpConn makes it (one allocation, not two;
+// TestReadBufferSize).
 const readBufferSize = 4096
 
 // httpConn is one VU's HTTP/1.1 keep-alive connection to one address: fasthttp's request writer
@@ -39,7 +37,7 @@ type httpConn struct {
 	vu   *vu
 	conn net.Conn      // nil between connections
 	cc   *countingConn // under conn (conn itself, or under TLS)
-	br   bufio.Reader  // its buffer is made on the first connect
+	br   bufio.Reader  // its buffer is made on the first connect, grown for a large header (header.go)
 	bw   *bufio.Writer // nil until a request that is not pre-serialized (reqSpec.wire)
 
 	wroteAt, first time.Duration // the request's write ended; its answer's first byte came (timing.go)
@@ -48,27 +46,41 @@ type httpConn struct {
 	head *[]byte
 
 	h2 *h2Conn // the HTTP/2 side, for plans with http.version "2" or "h2c" (h2.go); else nil
+	// unsent: the last exchange failed before a byte of its request was written; sentBefore is
+	// the connection's written count when the request began (keepalive.go).
+	unsent     bool
+	sentBefore int64
+	// abs, pw and pbw build requests in absolute form for a proxy (proxy.go); nil without one.
+	abs []byte
+	pw  *sliceWriter
+	pbw *bufio.Writer
+	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
+	// until the first growth.
+	spill *spill
 }
 
-// do sends req, reads the answer's header into resp and its body as req asks (readBody), and
-// returns the body's size. A body is never allocated at the length the response declares.
-func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
+// once sends req, reads the answer's header into resp and its body as req asks (readBody), and
+// returns the body's size. A body is never allocated at the length the response declares. It
+// sets h.unsent when it failed before writing a byte of the request (keepalive.go).
+func (h *httpConn) once(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	// before anything can fail: a failure without a response of its own has status 0 and no
 	// sample, whatever the VU's previous request got (TestConnectFailureHasNoStatus)
 	h.vu.fails.status, h.vu.fails.captured = 0, false
+	h.unsent = false
+	if h.conn != nil && h.stale() {
+		h.close() // the server closed it while idle: nothing is sent on it (keepalive.go)
+	}
 	if h.conn == nil {
 		if err := h.connect(); err != nil {
 			return 0, err
 		}
 	}
-	resp.Reset()
-	resp.SkipBody = true // the header only: readBody decides what to do with the body
-	resp.Header.DisableNormalizing()
-	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
-	// clears this flag)
-	resp.Header.SetNoDefaultContentType(true)
+	resetResponse(resp)
 	var err error
-	if req.wire != nil {
+	h.sentBefore = h.written()
+	if h.vu.e.proxy != "" && h.tls == nil {
+		err = h.writeProxied(req) // absolute form (proxy.go)
+	} else if req.wire != nil {
 		_, err = h.conn.Write(req.wire)
 	} else {
 		if h.bw == nil {
@@ -78,9 +90,13 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 			err = h.bw.Flush()
 		}
 	}
+	h.unsent = err != nil && h.written() == h.sentBefore
 	if err == nil {
 		h.wrote()
-		if err = resp.ReadLimitBody(&h.br, 0); err != nil {
+		for err = resp.ReadLimitBody(&h.br, 0); h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
+			resetResponse(resp) // the header outgrew the read buffer, which grew (header.go)
+		}
+		if err != nil {
 			if err == io.EOF {
 				// fasthttp reports any error on a response's first byte as io.EOF; the connection
 				// knows whether it was one (a reset before the answer) or the server closing.
@@ -113,6 +129,16 @@ func (h *httpConn) do(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	return n, nil
 }
 
+// resetResponse readies resp for reading a response's header.
+func resetResponse(resp *fasthttp.Response) {
+	resp.Reset()
+	resp.SkipBody = true // the header only: readBody decides what to do with the body
+	resp.Header.DisableNormalizing()
+	// headers exactly as they came: no invented Content-Type for checks, Send and samples (Reset
+	// clears this flag)
+	resp.Header.SetNoDefaultContentType(true)
+}
+
 // noBody reports whether a response with this status has no body (RFC 9110 §6.4.1).
 func noBody(status int) bool {
 	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
@@ -140,7 +166,11 @@ func (h *httpConn) readBody(req *outgoing, resp *fasthttp.Response) (int64, erro
 			return 0, err
 		}
 		if cl == -1 {
-			if err := resp.Header.ReadTrailer(&h.br); err != nil {
+			err := resp.Header.ReadTrailer(&h.br)
+			for h.grow(err) {
+				err = resp.Header.ReadTrailer(&h.br)
+			}
+			if err != nil {
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
@@ -250,7 +280,20 @@ func looksLikeHTTP(br *bufio.Reader) bool {
 // connection's reads and writes (deadline.go) as it did when the first write ran it.
 func (h *httpConn) connect() error {
 	v := h.vu
-	c, t1, err := v.dialTimed(h.addr)
+	var c net.Conn
+	var t1 time.Duration
+	var err error
+	if v.e.proxy != "" {
+		t0 := v.e.now()
+		c, err = h.proxyDial() // proxy.go
+		t1 = v.e.now()
+		v.tm.connect += t1 - t0
+		if err == nil {
+			v.tm.fresh = true
+		}
+	} else {
+		c, t1, err = v.dialTimed(h.addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -263,8 +306,16 @@ func (h *httpConn) connect() error {
 		c = tc
 	}
 	h.conn = c
-	// reads go through h.Read, which notes the first byte of each answer
-	h.br.Reset(h)
+	// reads go through h.Read, which notes the first byte of each answer; a buffer grown for a
+	// large header is kept (header.go)
+	if h.spill != nil {
+		h.spill.b = nil
+	}
+	if h.br.Size() == 0 && h.vu.e.maxHeader < readBufferSize {
+		h.br = *bufio.NewReaderSize(h, h.vu.e.maxHeader)
+	} else {
+		h.br.Reset(h)
+	}
 	if h.bw != nil { // made on the first request that is not pre-serialized
 		h.bw.Reset(c)
 	}

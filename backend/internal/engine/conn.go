@@ -22,6 +22,7 @@ type countingConn struct {
 	closed  atomic.Bool
 	raw     rawIO // the connection's reads and writes: raw syscalls on Linux TCP (rawio_linux.go)
 	readErr error // the read error that ended the connection, if any (httpConn.do)
+	written int64 // bytes written (keepalive.go: was anything of a request sent?)
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
@@ -48,6 +49,7 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	n, err := c.raw.write(b)
 	if n > 0 {
 		c.vu.shard.BytesOut(n)
+		c.written += int64(n)
 	}
 	return n, err
 }

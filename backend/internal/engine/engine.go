@@ -88,6 +88,7 @@ type Engine struct {
 	rowNext      atomic.Int64
 	extractSlots int
 	maxBody      int           // http.max_body: the largest body read into memory for checks and extractions
+	maxHeader    int           // http.max_header: the largest response header (header.go)
 	writeBuf     int           // fasthttp write buffer per connection (writeBufferSize)
 	dialSlots    chan struct{} // bounds the VUs' concurrent first connects (conn.go)
 
@@ -104,6 +105,7 @@ type Engine struct {
 
 	h2                     *h2Engine // http.version "2" or "h2c" (h2.go); nil for HTTP/1.1
 	noJar, jarPerIteration bool      // http.cookies "off", "iteration" (cookies.go)
+	proxy                  string    // http.proxy's host:port, "" for none (proxy.go)
 }
 
 type reqSpec struct {
@@ -200,6 +202,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	e.fails = newFailTable(names, p)
 	e.noJar, e.jarPerIteration = p.HTTP.CookieMode() == plan.CookiesOff, p.HTTP.CookieMode() == plan.CookiesIteration
 	for i := range e.reqs {
+		if e.reqs[i].urlT == nil {
+			e.reqs[i].r.URL = browserURL(e.reqs[i].r.URL) // url.go
+		}
 		e.reqs[i].sessionSetup(p.HTTP.AcceptEncoding())
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())
 	}
@@ -207,6 +212,10 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	e.policy = opts.Policy
 	e.h2 = newH2(p)
 	e.maxBody = p.HTTP.MaxBodyOrDefault()
+	e.maxHeader = p.HTTP.MaxHeaderOrDefault()
+	if p.HTTP.Proxy != "" {
+		e.proxy, _ = plan.ProxyAddr(p.HTTP.Proxy) // validated by the plan
+	}
 	e.connectTimeout = p.HTTP.ConnectTimeout.D()
 	if e.connectTimeout <= 0 {
 		e.connectTimeout = p.HTTP.Timeout.D()

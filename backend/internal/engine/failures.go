@@ -55,11 +55,8 @@ type failInfo struct {
 	status                 int
 }
 
-// The messages of every malformed_response and every header_too_large failure.
-var (
-	malformedMsg      = "response is not HTTP/1.x the engine can parse"
-	headerTooLargeMsg = fmt.Sprintf("response header larger than the %d-byte read buffer", readBufferSize)
-)
+// The message of every malformed_response failure.
+var malformedMsg = "response is not HTTP/1.x the engine can parse"
 
 // failTable holds a run's failure groups.
 type failTable struct {
@@ -71,12 +68,14 @@ type failTable struct {
 	n          int        // slots claimed (under mu)
 	timeoutMsg string     // the message of every timeout
 	loopMsg    string     // the message of every redirect loop
+	headerMsg  string     // the message of every header_too_large
 }
 
 func newFailTable(names []string, p *plan.Plan) *failTable {
 	t := &failTable{names: names,
 		timeoutMsg: fmt.Sprintf("no complete response within http.timeout (%s)", p.HTTP.Timeout.D()),
-		loopMsg:    fmt.Sprintf("more than http.max_redirects (%d) redirects", p.HTTP.MaxRedirects)}
+		loopMsg:    fmt.Sprintf("more than http.max_redirects (%d) redirects", p.HTTP.MaxRedirects),
+		headerMsg:  headerTooLargeMessage(p.HTTP.MaxHeaderOrDefault())}
 	t.other.info = &failInfo{message: metrics.OtherFailures}
 	return t
 }
@@ -197,7 +196,7 @@ func (v *vu) failInfo(r *vuReq, kind metrics.ErrorKind, status int, msg []byte) 
 		case kind == metrics.MalformedResponse:
 			g.message = malformedMsg
 		case kind == metrics.HeaderTooLarge:
-			g.message = headerTooLargeMsg
+			g.message = t.headerMsg
 		case len(msg) == 0:
 			g.message = kind.String()
 		default:

@@ -477,9 +477,9 @@ func TestBadResponsesAreOneGroup(t *testing.T) {
 		return testutil.RawAnswer{Bytes: fmt.Appendf(nil, "HTTP/1.1 OK garbage #%d\r\n\r\n", i), Close: true}
 	})
 	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"name":"bad","url":"http://%[1]s/bad"},{"name":"big","url":"http://%[1]s/big"}],
-		"load":{"executor":"per-vu-iterations","vus":4,"iterations":25},"http":{"timeout":"5s"}}`, tg.Addr))
+		"load":{"executor":"per-vu-iterations","vus":4,"iterations":25},"http":{"timeout":"5s","max_header":4096}}`, tg.Addr))
 	sum, _ := run(t, p)
-	want := map[string]string{"malformed_response": malformedMsg, "header_too_large": headerTooLargeMsg}
+	want := map[string]string{"malformed_response": malformedMsg, "header_too_large": headerTooLargeMessage(4096)}
 	var n int64
 	for _, g := range sum.Failures {
 		n += g.Count

@@ -62,7 +62,7 @@ var hostileBehaviours = map[string]func(c net.Conn){
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("b", 200<<10)+"\r\nContent-Length: 0\r\n\r\n")
 	},
 	"/many-headers": func(c net.Conn) {
-		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n"+strings.Repeat("A: b\r\n", 10_000)+"Content-Length: 0\r\n\r\n")
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\n"+strings.Repeat("A: b\r\n", 20_000)+"Content-Length: 0\r\n\r\n")
 	},
 	// an HTTP/0.9 answer: the body alone, then the connection closes
 	"/http09": func(c net.Conn) {

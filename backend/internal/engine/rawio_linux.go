@@ -32,6 +32,8 @@ type rawIO struct {
 	rc      syscall.RawConn
 	conn    net.Conn
 	fn      func(fd uintptr) bool // r.call
+	peekFn  func(fd uintptr)      // r.peek
+	peeked  bool                  // peek's answer
 	writing bool                  // fn writes (else it reads)
 	buf     []byte                // the caller's buffer during one Read or Write
 	n       int
@@ -51,6 +53,37 @@ func (r *rawIO) init(c net.Conn) {
 	}
 	r.rc = rc
 	r.fn = r.call
+	r.peekFn = r.peek
+}
+
+// peerClosed reports whether the peer has closed or reset the connection, or sent bytes nobody
+// asked for, while it was idle: one non-blocking recv(MSG_PEEK) of a byte, which consumes nothing
+// (keepalive.go).
+func (r *rawIO) peerClosed() bool {
+	if r.rc == nil {
+		return false
+	}
+	r.peeked = false
+	if r.rc.Control(r.peekFn) != nil {
+		return true // the connection is closed
+	}
+	return r.peeked
+}
+
+func (r *rawIO) peek(fd uintptr) {
+	var b [1]byte
+	for {
+		_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			r.peeked = false
+		default:
+			r.peeked = true // a byte, the end of the stream (0 bytes) or an error: not idle and well
+		}
+		return
+	}
 }
 
 func (r *rawIO) ok() bool { return r.rc != nil }

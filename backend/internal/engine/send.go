@@ -140,7 +140,7 @@ func SendOne(ctx context.Context, c *plan.Compiled, i int, opts Options) (*SendR
 	}
 	if kind != metrics.KindNone && !(kind == metrics.RedirectLoop || kind == metrics.BodyTooLarge) {
 		if !res.Redirected {
-			res.keepHead(head, kind)
+			res.keepHead(head, kind, e.maxHeader)
 		}
 		return res, nil
 	}
@@ -183,7 +183,7 @@ const sendHeadBytes = SendMaxHeaderBytes
 // response's first bytes as received: the status line and the complete header fields among
 // them, bounded as usual, HeadersTruncated set when the head went on beyond them. Err names the
 // failure. Nothing changes when no status line arrived.
-func (res *SendResult) keepHead(head []byte, kind metrics.ErrorKind) {
+func (res *SendResult) keepHead(head []byte, kind metrics.ErrorKind, maxHeader int) {
 	lines := strings.Split(string(head), "\r\n")
 	f := strings.Fields(lines[0])
 	if len(lines) < 2 || len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/") {
@@ -210,7 +210,7 @@ func (res *SendResult) keepHead(head []byte, kind metrics.ErrorKind) {
 	res.HeadersTruncated = !complete
 	switch {
 	case kind == metrics.HeaderTooLarge:
-		res.Err = fmt.Sprintf("the response header is larger than %d bytes, the most a run reads (a run counts it as %s): the status and the first %d header fields are shown", readBufferSize, kind, len(res.Headers))
+		res.Err = fmt.Sprintf("the response header is larger than %d bytes, the most a run reads (http.max_header; a run counts it as %s): the status and the first %d header fields are shown", maxHeader, kind, len(res.Headers))
 	case complete:
 		res.Err = fmt.Sprintf("%s while reading the body, after the status and headers: %s", kind, res.Err)
 	default:

@@ -81,6 +81,7 @@ type vu struct {
 	dec       *bodyDecoder // nil until a compressed body is read (decode.go)
 	bodyState uint8        // the current response's body: unread, plain, decoded (decode.go)
 	ws        *vuWS        // WebSocket sessions' state, made on the first (ws.go)
+	urlBuf    []byte       // a rendered URL percent-encoded as browsers send it (url.go), made on first use
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -322,7 +323,7 @@ func (v *vu) prepare(r *vuReq) {
 	s := r.spec
 	if s.urlT != nil {
 		r.buf = s.urlT.render(r.buf[:0], v)
-		r.req.SetRequestURIBytes(r.buf)
+		r.req.SetRequestURIBytes(v.browserURLBytes(r.buf))
 		// Parse it now: fasthttp writes a request line from the parsed URI (origin form, /path)
 		// only when the URI has been parsed since it was set; otherwise it sends the raw,
 		// absolute URL.

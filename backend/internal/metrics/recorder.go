@@ -31,7 +31,7 @@ const (
 	// (netpolicy: a denied address or host name, e.g. cloud metadata or link-local).
 	BlockedTarget
 	// HeaderTooLarge: the response header (status line, fields, or a chunked body's trailer) did
-	// not fit the engine's read buffer (4 KiB).
+	// not fit http.max_header (default 64 KiB; engine/header.go).
 	HeaderTooLarge
 	// BodyTooLarge: a body a check or extraction needs was larger than the plan's http.max_body.
 	BodyTooLarge

@@ -159,6 +159,12 @@ type HTTP struct {
 	// Compression lists the content codings asked for in Accept-Encoding (session.go:
 	// Compressions); empty adds no Accept-Encoding.
 	Compression []string `json:"compression,omitempty"`
+	// MaxHeader is the largest response header, in bytes, a VU reads (0: DefaultMaxHeader); a
+	// larger one is error kind header_too_large (h1edge.go).
+	MaxHeader int `json:"max_header,omitempty"`
+	// Proxy is an HTTP proxy every request goes through, "http://host:port" ("": direct). Proxy
+	// environment variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) are never used.
+	Proxy string `json:"proxy,omitempty"`
 }
 
 // MaxBodyOrDefault is MaxBody, or DefaultMaxBody when the plan leaves it out.
@@ -409,6 +415,7 @@ func (p *Plan) Validate() error {
 	}
 	p.HTTP.validateVersion(v)
 	p.HTTP.validateSession(v)
+	validateH1(p, v)
 	for name, addrs := range p.HTTP.Hosts {
 		for _, addr := range strings.Split(addrs, ",") {
 			addr = strings.TrimSpace(addr)

@@ -168,6 +168,7 @@ export const DEFAULTS = {
   max_body: 1048576,
   max_redirects: 10,
   sweep_levels: [10, 50, 100, 500, 1000],
+  max_header: 65536,
 } as const;
 
 /** The ranges the server enforces (docs/api.md, "Ranges"). */
@@ -184,6 +185,8 @@ export const BOUNDS = {
   max_redirects: 50,
   min_max_body: 1024,
   max_max_body: 1073741824,
+  min_max_header: 1024,
+  max_max_header: 1048576,
   max_requests: 1000,
   max_weight: 1000000,
   max_checks: 50,
@@ -402,6 +405,8 @@ export type PlanHTTP = {
   h2_connections?: number;
   cookies?: string;
   compression?: string[];
+  max_header?: number;
+  proxy?: string;
 };
 
 /** The JSON of Go's plan.Threshold. */

@@ -319,6 +319,24 @@ describe('HTTP options', () => {
     form.connectTimeout = '';
     expect(formToPlan(form).http).not.toHaveProperty('connect_timeout');
   });
+
+  it('edits http.max_header and http.proxy, leaving them out when empty', () => {
+    const spec: PlanInput = {
+      name: 'p',
+      requests: [{ url: 'http://127.0.0.1:1/' }],
+      load: { executor: 'constant-vus', vus: 1, duration: '1s' },
+      http: { timeout: '10s', keep_alive: true, max_header: 131072, proxy: 'http://127.0.0.1:3128' },
+      thresholds: [],
+    };
+    const form = planToForm(spec);
+    expect([form.maxHeader, form.proxy, Object.keys(form.extraHttp)]).toEqual(['131072', 'http://127.0.0.1:3128', []]);
+    expect(formToPlan(form).http).toMatchObject({ max_header: 131072, proxy: 'http://127.0.0.1:3128' });
+    form.maxHeader = '';
+    form.proxy = ' ';
+    expect(formToPlan(form).http).not.toHaveProperty('max_header');
+    expect(formToPlan(form).http).not.toHaveProperty('proxy');
+    expect(formSlots(form)).toEqual(expect.arrayContaining(['http.max_header', 'http.proxy']));
+  });
 });
 
 describe('loadSummary / parseGoDuration', () => {

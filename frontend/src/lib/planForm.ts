@@ -41,7 +41,7 @@ for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((
 /** Every load field some executor takes. */
 const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
-const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version', 'cookies', 'compression'];
+const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version', 'cookies', 'compression', 'max_header', 'proxy'];
 
 /** The values of http.version the form offers ('' leaves the field out: HTTP/1.1). */
 export const HTTP_VERSIONS = ['', '1.1', '2', 'h2c'] as const;
@@ -245,6 +245,9 @@ export interface PlanForm {
   cookies: string;
   /** http.compression: the codings asked for, in the order they were ticked (or loaded). */
   compression: string[];
+  /** http.max_header in bytes ('' = the default) and http.proxy ('' = direct). */
+  maxHeader: string;
+  proxy: string;
   /** One threshold per line; blank lines are ignored. */
   thresholds: string;
   /** Options of each non-blank threshold line, by index (missing = plain). */
@@ -328,6 +331,8 @@ export function emptyForm(): PlanForm {
     httpVersion: '',
     cookies: COOKIE_MODES[0],
     compression: [],
+    maxHeader: '',
+    proxy: '',
     thresholds: '',
     thresholdOpts: [],
     loadedLoad: {},
@@ -406,6 +411,8 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
     httpVersion: str(http.version),
     cookies: typeof http.cookies === 'string' && http.cookies !== '' ? http.cookies : COOKIE_MODES[0],
     compression: Array.isArray(http.compression) ? http.compression.map(String) : [],
+    maxHeader: str(http.max_header),
+    proxy: str(http.proxy),
     thresholds: thresholds.map((t) => (isObject(t) ? str(t.expr) : str(t))).join('\n'),
     thresholdOpts: thresholds.map((t) =>
       isObject(t)
@@ -876,6 +883,8 @@ export function formToPlan(form: PlanForm): FormPlan {
   setIf(http, 'max_redirects', typedInt(form.maxRedirects));
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
   setIf(http, 'version', form.httpVersion);
+  setIf(http, 'max_header', typedInt(form.maxHeader));
+  setIf(http, 'proxy', form.proxy.trim());
   withExtra(http, form.extraHttp);
   if (form.cookies !== COOKIE_MODES[0] || had('cookies')) http.cookies = form.cookies;
   if (form.compression.length > 0 || had('compression')) http.compression = [...form.compression];
@@ -942,6 +951,8 @@ export function formSlots(form: PlanForm): string[] {
     'http.version',
     'http.cookies',
     'http.compression',
+    'http.max_header',
+    'http.proxy',
     'thresholds',
   );
   thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package engine
+
+import "net"
+
+func cork(net.Conn) {}
