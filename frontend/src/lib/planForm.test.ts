@@ -337,6 +337,24 @@ describe('HTTP options', () => {
     expect(formToPlan(form).http).not.toHaveProperty('proxy');
     expect(formSlots(form)).toEqual(expect.arrayContaining(['http.max_header', 'http.proxy']));
   });
+
+  it('edits http.h2_fallback and http.h2_connections, leaving them out when unset', () => {
+    const spec: PlanInput = {
+      name: 'p',
+      requests: [{ url: 'https://127.0.0.1:1/' }],
+      load: { executor: 'constant-vus', vus: 1, duration: '1s' },
+      http: { timeout: '10s', keep_alive: true, version: '2', h2_fallback: true, h2_connections: 4 },
+      thresholds: [],
+    };
+    const form = planToForm(spec);
+    expect([form.httpVersion, form.h2Fallback, form.h2Connections, Object.keys(form.extraHttp)]).toEqual(['2', true, '4', []]);
+    expect(formToPlan(form).http).toMatchObject({ version: '2', h2_fallback: true, h2_connections: 4 });
+    const fresh = planToForm({ ...spec, http: { timeout: '10s' } });
+    fresh.httpVersion = 'h2c';
+    expect(formToPlan(fresh).http).not.toHaveProperty('h2_fallback');
+    expect(formToPlan(fresh).http).not.toHaveProperty('h2_connections');
+    expect(formSlots(form)).toEqual(expect.arrayContaining(['http.h2_fallback', 'http.h2_connections']));
+  });
 });
 
 describe('loadSummary / parseGoDuration', () => {

@@ -41,7 +41,7 @@ for (const ex of EXECUTORS) EXECUTOR_FIELDS[ex] = EXECUTOR_INFO[ex].fields.map((
 /** Every load field some executor takes. */
 const LOAD_FIELDS: readonly LoadField[] = [...new Set(Object.values(EXECUTOR_FIELDS).flat())];
 const LOAD_KEYS = ['executor', 'graceful_stop', ...LOAD_FIELDS];
-const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version', 'cookies', 'compression', 'max_header', 'proxy'];
+const HTTP_KEYS = ['timeout', 'keep_alive', 'follow_redirects', 'max_redirects', 'connect_timeout', 'insecure_skip_verify', 'version', 'h2_fallback', 'h2_connections', 'cookies', 'compression', 'max_header', 'proxy'];
 
 /** The values of http.version the form offers ('' leaves the field out: HTTP/1.1). */
 export const HTTP_VERSIONS = ['', '1.1', '2', 'h2c'] as const;
@@ -241,6 +241,9 @@ export interface PlanForm {
   insecureSkipVerify: boolean;
   /** http.version: '' (absent: 1.1), '1.1', '2', 'h2c', or what a loaded plan had. */
   httpVersion: string;
+  /** http.h2_fallback (with version "2") and http.h2_connections ('' = one connection per VU). */
+  h2Fallback: boolean;
+  h2Connections: string;
   /** http.cookies: the cookie jar's scope (COOKIE_MODES; the first, "vu", is the default). */
   cookies: string;
   /** http.compression: the codings asked for, in the order they were ticked (or loaded). */
@@ -329,6 +332,8 @@ export function emptyForm(): PlanForm {
     connectTimeout: '',
     insecureSkipVerify: false,
     httpVersion: '',
+    h2Fallback: false,
+    h2Connections: '',
     cookies: COOKIE_MODES[0],
     compression: [],
     maxHeader: '',
@@ -409,6 +414,8 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
     connectTimeout: str(http.connect_timeout),
     insecureSkipVerify: http.insecure_skip_verify === true,
     httpVersion: str(http.version),
+    h2Fallback: http.h2_fallback === true,
+    h2Connections: str(http.h2_connections),
     cookies: typeof http.cookies === 'string' && http.cookies !== '' ? http.cookies : COOKIE_MODES[0],
     compression: Array.isArray(http.compression) ? http.compression.map(String) : [],
     maxHeader: str(http.max_header),
@@ -883,6 +890,8 @@ export function formToPlan(form: PlanForm): FormPlan {
   setIf(http, 'max_redirects', typedInt(form.maxRedirects));
   if (form.insecureSkipVerify || had('insecure_skip_verify')) http.insecure_skip_verify = form.insecureSkipVerify;
   setIf(http, 'version', form.httpVersion);
+  if (form.h2Fallback || had('h2_fallback')) http.h2_fallback = form.h2Fallback;
+  setIf(http, 'h2_connections', typedInt(form.h2Connections));
   setIf(http, 'max_header', typedInt(form.maxHeader));
   setIf(http, 'proxy', form.proxy.trim());
   withExtra(http, form.extraHttp);
@@ -949,6 +958,8 @@ export function formSlots(form: PlanForm): string[] {
     'http.connect_timeout',
     'http.insecure_skip_verify',
     'http.version',
+    'http.h2_fallback',
+    'http.h2_connections',
     'http.cookies',
     'http.compression',
     'http.max_header',
