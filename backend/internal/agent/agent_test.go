@@ -165,3 +165,23 @@ func TestWrongTokenAndDuplicateIDRefused(t *testing.T) {
 		t.Fatalf("listed %+v", l)
 	}
 }
+
+// A hello naming another agent's id is refused: the reply must go to that agent's own inbox, which
+// only its own connection can read.
+func TestHelloForAnotherIDRefused(t *testing.T) {
+	c := startController(t)
+	done, _ := runAgent(t, Config{URL: c.url, Token: c.tok, ID: "mallory",
+		Hello: func(h bus.Hello) bus.Hello { h.ID = "gen-1"; return h }})
+	select {
+	case err := <-done:
+		var ref *RefusedError
+		if !errors.As(err, &ref) || !strings.Contains(err.Error(), `"gen-1" is not this connection's agent id`) {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a hello for another id was not refused")
+	}
+	if l := c.reg.List(); len(l) != 0 {
+		t.Fatalf("listed %+v", l)
+	}
+}
