@@ -144,4 +144,3 @@ func (a *agentsCtl) Close() {
 	a.nc.Close()
 	a.b.Close()
 }
-
