@@ -22,7 +22,7 @@ func main() {
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd(), userCmd(), secretCmd(), monitorCmd(), importCmd())
+	root.AddCommand(serveCmd(), runCmd(), targetCmd(), compareCmd(), userCmd(), secretCmd(), monitorCmd(), importCmd(), agentCmd())
 	pprofFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, c := range root.Commands() {

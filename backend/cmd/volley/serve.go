@@ -64,6 +64,7 @@ empty database, creates an example plan against it.`,
 	targetPolicy.flag(c) // --allow-target, --deny-target (targetpolicy.go)
 	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
+	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
 	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
@@ -80,6 +81,7 @@ type serveOpts struct {
 	ready             func(net.Addr) // tests: called with the bound address once serving
 	log               *slog.Logger   // tests: nil logs to stderr
 	caps              plan.Caps      // --max-* and --memory-budget (limits.go); zero: the plan's own ranges only
+	agentsListen      string         // --agents-listen (agent.go); "": no broker, no port
 }
 
 func defaultServeOpts() serveOpts {
@@ -183,12 +185,24 @@ Add an admin first, then start again (everyone then logs in):
 		}
 	}
 
+	apiOpts := []api.Option{api.WithGuard(guard)}
+	if lim.agentsListen != "" {
+		ag, err := startAgents(lim.agentsListen)
+		if err != nil {
+			return err
+		}
+		defer ag.Close()
+		apiOpts = append(apiOpts, api.WithAgents(ag))
+		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
+			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
+	}
+
 	h := hub.New(guard.CheckOrigin)
 	pol := targetPolicy.policy()
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
 	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
 	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
-	as := api.New(st, svc, h, frontend.Dist(), log, api.WithGuard(guard), api.WithMetrics(prom.Handler()))
+	as := api.New(st, svc, h, frontend.Dist(), log, append(apiOpts, api.WithMetrics(prom.Handler()))...)
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
 	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {

@@ -54,6 +54,8 @@ var routePolicy = auth.Policy{
 	{Method: http.MethodPost, Route: "/api/plans/send", Role: auth.Tester},
 	// Another tool's test turned into a plan (sourceimport.go): a tester's, as creating a plan is.
 	{Method: http.MethodPost, Route: "/api/import", Role: auth.Tester},
+	// The agents' join token lets a machine join as a load generator: an admin's (agents.go).
+	{Route: "/api/agents/token", Role: auth.Admin},
 }
 
 // publicRoutes answer without a session or token.

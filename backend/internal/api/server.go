@@ -74,6 +74,7 @@ type Server struct {
 
 	sendSlots chan struct{} // test requests being sent (send.go)
 	metrics   http.Handler  // GET /metrics (prommetrics.go); nil: not served
+	agents    Agents        // remote agents (agents.go); nil: no agents listener
 }
 
 // Option configures a Server (New).
@@ -177,6 +178,8 @@ func (s *Server) Router() *gin.Engine {
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
 	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))
+	a.GET("/agents", s.wrap(s.agentList))        // agents.go
+	a.GET("/agents/token", s.wrap(s.agentToken)) // an admin's (routePolicy)
 	// The secret store: names listed, values write-only (secrets.go).
 	sec := a.Group("/secrets")
 	sec.GET("", s.wrap(s.listSecrets))

@@ -115,6 +115,9 @@ func Start(cfg Config) (*Bus, error) {
 		if opts.Port, err = parsePort(port); err != nil {
 			return nil, fmt.Errorf("bus: agents listen address %q: %w", cfg.AgentsListen, err)
 		}
+		if opts.Port == 0 {
+			opts.Port = server.RANDOM_PORT // nats-server reads port 0 as its default, 4222
+		}
 		if b.cert, b.fp, err = selfSigned(host); err != nil {
 			return nil, err
 		}

@@ -211,3 +211,13 @@ func TestParseToken(t *testing.T) {
 		t.Error("ValidAgentID")
 	}
 }
+
+// Port 0 means a free port chosen by the OS (nats-server alone would take 0 as 4222): two brokers
+// on 127.0.0.1:0 both start, on different ports.
+func TestListenPortZeroIsAFreePort(t *testing.T) {
+	a := startBus(t, Config{AgentsListen: "127.0.0.1:0"})
+	b := startBus(t, Config{AgentsListen: "127.0.0.1:0"})
+	if a.AgentsAddr() == b.AgentsAddr() || strings.HasSuffix(a.AgentsAddr(), ":0") {
+		t.Fatalf("addresses %s and %s", a.AgentsAddr(), b.AgentsAddr())
+	}
+}

@@ -2,6 +2,7 @@
 // human-readable message, so pages can always show something instead of a blank screen.
 import { t } from './i18n.svelte';
 import type {
+  AgentsResponse,
   CompareResponse,
   DistributionResponse,
   ImportResult,
@@ -251,6 +252,9 @@ export const api = {
   /** The secret store: names and times only; values are write-only. */
   importPlan: (input: string, format: string, keepAssets = false) =>
     request<ImportResult>('POST', `/api/import${format && format !== 'detect' ? `?format=${encodeURIComponent(format)}` : ''}`, { input, keep_assets: keepAssets }),
+  /** Remote agents (scale-out); the join token is an admin's (409 without --agents-listen). */
+  listAgents: (signal?: AbortSignal) => request<AgentsResponse>('GET', '/api/agents', undefined, signal),
+  agentToken: (signal?: AbortSignal) => request<{ token: string; url: string }>('GET', '/api/agents/token', undefined, signal),
   listSecrets: (signal?: AbortSignal) => request<ListResponse<Secret>>('GET', '/api/secrets', undefined, signal),
   putSecret: (name: string, value: string) => request<Secret>('PUT', `/api/secrets/${encodeURIComponent(name)}`, { value }),
   deleteSecret: (name: string) => request<void>('DELETE', `/api/secrets/${encodeURIComponent(name)}`),

@@ -1,5 +1,5 @@
 // Hash routing: #/plans, #/plans/new, #/plans/:id, #/runs, #/runs/:id, #/compare?ids=1,2&baseline=1,
-// #/tokens, #/users, #/audit?offset=50, #/secrets
+// #/tokens, #/users, #/audit?offset=50, #/secrets, #/agents
 // (a query string after the path is allowed, e.g. #/runs?plan_id=3). Any server path can serve index.html.
 
 export type Route =
@@ -13,6 +13,7 @@ export type Route =
   | { name: 'users' }
   | { name: 'audit'; query: URLSearchParams }
   | { name: 'secrets' }
+  | { name: 'agents' }
   | { name: 'not-found'; path: string };
 
 /** parseHash maps a location.hash to a route. An empty hash is the plans page. */
@@ -36,6 +37,7 @@ export function parseHash(hash: string): Route {
   if (parts.length === 1 && (parts[0] === 'tokens' || parts[0] === 'users')) return { name: parts[0] };
   if (parts[0] === 'audit' && parts.length === 1) return { name: 'audit', query };
   if (parts[0] === 'secrets' && parts.length === 1) return { name: 'secrets' };
+  if (parts[0] === 'agents' && parts.length === 1) return { name: 'agents' };
   return { name: 'not-found', path: h };
 }
 

@@ -10,6 +10,7 @@ describe('parseHash', () => {
     expect(parseHash('#/plans/12')).toEqual({ name: 'plan-edit', id: '12' });
     expect(parseHash('#/runs/7')).toEqual({ name: 'run', id: '7' });
     expect(parseHash('#/secrets')).toEqual({ name: 'secrets' });
+    expect(parseHash('#/agents')).toEqual({ name: 'agents' });
     const r = parseHash('#/runs?plan_id=3&offset=25');
     expect(r.name).toBe('runs');
     if (r.name === 'runs') {

@@ -153,6 +153,29 @@ export type LiveMessage =
   /** The server is failing the run (e.g. its seconds cannot be stored); the summary, status failed, follows. */
   | { type: 'error'; data: { error: string } };
 
+/** A remote load generator (volley agent) as GET /api/agents lists it. */
+export interface Agent {
+  id: string;
+  host: string;
+  cores: number;
+  version: string;
+  labels: Record<string, string>;
+  /** Share in a weighted split; 0: its cores. */
+  weight: number;
+  state: string;
+  current_run?: number;
+  /** Of one core (200 = two cores busy), over the last second. */
+  cpu_percent: number;
+  rss_bytes: number;
+  last_seen: string;
+}
+
+/** GET /api/agents: listening is false when volley serve runs without --agents-listen. */
+export interface AgentsResponse {
+  listening: boolean;
+  agents: Agent[];
+}
+
 /** A stored secret as GET /api/secrets lists it: never its value. */
 export interface Secret {
   name: string;

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/volley-load/volley/backend/internal/agent"
+	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/cluster"
+)
+
+func agentCmd() *cobra.Command {
+	var (
+		url, token, id, labels string
+		weight                 int
+	)
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Join a volley serve as a load generator (scale-out, work in progress)",
+		Long: `Join the controller (volley serve --agents-listen ADDR) as a load generator: connect over
+TLS with the join token the controller prints (or GET /api/agents/token), say hello and show up on
+the Agents page. The agent reconnects forever if the controller goes away. Running plans on agents
+comes next.`,
+		Example: "  volley agent --nats nats://10.0.0.5:4222 --token vly1.… --labels zone=eu,rack=3",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if token == "" {
+				token = os.Getenv("VOLLEY_JOIN_TOKEN")
+			}
+			if url == "" || token == "" {
+				return usageError{errors.New("--nats nats://HOST:PORT and --token (or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
+			}
+			tok, err := bus.ParseToken(token)
+			if err != nil {
+				return usageError{fmt.Errorf("--token: %w", err)}
+			}
+			if id == "" {
+				id = defaultAgentID()
+			}
+			if !bus.ValidAgentID(id) {
+				return usageError{fmt.Errorf("--id %q: an agent id is 1-63 of a-z, 0-9 and '-', not starting with '-'", id)}
+			}
+			lb, err := parseLabels(labels)
+			if err != nil {
+				return usageError{fmt.Errorf("--labels: %w", err)}
+			}
+			if weight < 0 || weight > 1000 {
+				return usageError{fmt.Errorf("--weight %d: 0 (its cores) or 1-1000", weight)}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			return agent.Run(ctx, agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log})
+		},
+	}
+	c.Flags().StringVar(&url, "nats", "", "the controller's agents listener, nats://HOST:PORT")
+	c.Flags().StringVar(&token, "token", "", "join token (vly1.…; default $VOLLEY_JOIN_TOKEN, which keeps it out of the process list)")
+	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name); a-z, 0-9, '-'")
+	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
+	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
+	return c
+}
+
+// defaultAgentID is the host name in agent-id form ("agent" if there is none).
+func defaultAgentID() string {
+	h, _ := os.Hostname()
+	h = strings.ToLower(h)
+	var b strings.Builder
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		case r == '.' || r == '_':
+			b.WriteByte('-')
+		}
+	}
+	id := strings.TrimLeft(b.String(), "-")
+	if len(id) > 63 {
+		id = id[:63]
+	}
+	if !bus.ValidAgentID(id) {
+		return "agent"
+	}
+	return id
+}
+
+// parseLabels parses "k=v,k=v" ("" is none).
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// agentsCtl is volley serve's agents side (--agents-listen): the embedded broker with its TLS
+// listener, the controller's connection and the agent registry (api.Agents).
+type agentsCtl struct {
+	*cluster.Registry
+	b  *bus.Bus
+	nc *nats.Conn
+}
+
+// startAgents starts the broker listening for agents on addr and the registry on it.
+func startAgents(addr string) (*agentsCtl, error) {
+	b, err := bus.Start(bus.Config{AgentsListen: addr})
+	if err != nil {
+		return nil, fmt.Errorf("--agents-listen: %w", err)
+	}
+	nc, err := b.Controller("controller")
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("--agents-listen: %w", err)
+	}
+	reg, err := cluster.Start(nc, version, nil)
+	if err != nil {
+		nc.Close()
+		b.Close()
+		return nil, fmt.Errorf("--agents-listen: %w", err)
+	}
+	return &agentsCtl{Registry: reg, b: b, nc: nc}, nil
+}
+
+func (a *agentsCtl) JoinToken() string { return a.b.JoinToken() }
+func (a *agentsCtl) URL() string       { return "nats://" + a.b.AgentsAddr() }
+
+func (a *agentsCtl) Close() {
+	a.Stop()
+	a.nc.Close()
+	a.b.Close()
+}

@@ -1,0 +1,182 @@
+// Package cluster is the controller side of scale-out inside `volley serve`: it answers agents'
+// hellos (refusing an incompatible protocol or histogram geometry, naming both sides) and keeps
+// the registry of agents from their hellos and presence beats. An agent whose presence stops is
+// gone after bus.PresenceTTL.
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/metrics"
+)
+
+// Geometry is the histogram geometry of this build (metrics' HDR histograms).
+var Geometry = bus.Geometry{LowestUs: metrics.LowestUs, HighestUs: metrics.HighestUs, SigFigs: metrics.SigFigs}
+
+// Agent is one agent as GET /api/agents lists it.
+type Agent struct {
+	ID         string            `json:"id"`
+	Host       string            `json:"host"`
+	Cores      int               `json:"cores"`
+	Version    string            `json:"version"`
+	Labels     map[string]string `json:"labels"`
+	Weight     int               `json:"weight"`
+	State      string            `json:"state"`
+	Run        int64             `json:"current_run,omitempty"`
+	CPUPercent float64           `json:"cpu_percent"`
+	RSSBytes   uint64            `json:"rss_bytes"`
+	LastSeen   time.Time         `json:"last_seen"`
+}
+
+// Registry is the controller's view of its agents. Safe for concurrent use.
+type Registry struct {
+	version string
+	now     func() time.Time
+	subs    []*nats.Subscription
+
+	mu     sync.Mutex
+	agents map[string]*entry
+}
+
+// entry is a registered agent. An agent is listed once a presence beat has come after its hello:
+// a hello could name any id, but only agent id's own connection may publish its presence subject
+// (bus.SubjectsFor), so the beat proves the id.
+type entry struct {
+	Agent
+	beat bool
+}
+
+// Start answers hellos and follows presence on conn (the controller's connection; every
+// permission). version is the controller's. now is the clock (nil: time.Now).
+func Start(conn *nats.Conn, version string, now func() time.Time) (*Registry, error) {
+	if now == nil {
+		now = time.Now
+	}
+	r := &Registry{version: version, now: now, agents: map[string]*entry{}}
+	hs, err := conn.Subscribe(bus.SubjectHello, r.onHello)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	ps, err := conn.Subscribe(bus.SubjectPresenceAll, r.onPresence)
+	if err != nil {
+		_ = hs.Unsubscribe()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	r.subs = []*nats.Subscription{hs, ps}
+	if err := conn.Flush(); err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return r, nil
+}
+
+// Stop stops answering and following (the registry keeps its last view).
+func (r *Registry) Stop() {
+	for _, s := range r.subs {
+		_ = s.Unsubscribe()
+	}
+}
+
+// Check says whether an agent saying h may join a controller of this build: nil, or an error
+// naming both sides' protocol (or histogram geometry).
+func Check(h bus.Hello, version string) error {
+	if h.Protocol != bus.Protocol {
+		return fmt.Errorf("agent %q speaks protocol %d (volley %s), this controller speaks protocol %d (volley %s): run the same Volley release on both",
+			h.ID, h.Protocol, h.Version, bus.Protocol, version)
+	}
+	if h.Histogram != Geometry {
+		return fmt.Errorf("agent %q records latencies in histograms of %s, this controller in %s: its results could not be merged exactly",
+			h.ID, h.Histogram, Geometry)
+	}
+	return nil
+}
+
+// onHello answers an agent's hello and registers it (listed after its first presence beat). The
+// reply must go to the named agent's own inbox.
+func (r *Registry) onHello(m *nats.Msg) {
+	reply := bus.HelloReply{Version: r.version, Protocol: bus.Protocol}
+	var h bus.Hello
+	if err := json.Unmarshal(m.Data, &h); err != nil {
+		reply.Error = "the hello is not valid JSON: " + err.Error()
+	} else if !bus.ValidAgentID(h.ID) || !strings.HasPrefix(m.Reply, bus.InboxPrefix(h.ID)+".") {
+		reply.Error = fmt.Sprintf("%q is not this connection's agent id", h.ID)
+	} else if err := Check(h, r.version); err != nil {
+		reply.Error = err.Error()
+	} else {
+		reply.OK = true
+		r.mu.Lock()
+		a := r.agents[h.ID]
+		if a == nil {
+			a = &entry{Agent: Agent{ID: h.ID, State: "idle"}}
+			r.agents[h.ID] = a
+		}
+		a.Host, a.Cores, a.Version, a.Labels, a.Weight = h.Host, h.Cores, h.Version, h.Labels, h.Weight
+		if a.Labels == nil {
+			a.Labels = map[string]string{}
+		}
+		a.LastSeen = r.now()
+		r.mu.Unlock()
+	}
+	b, _ := json.Marshal(reply)
+	_ = m.Respond(b)
+}
+
+// onPresence refreshes an agent that said hello; beats of an agent the registry does not know
+// (it said hello to an earlier controller) are ignored until its next hello.
+func (r *Registry) onPresence(m *nats.Msg) {
+	id := presenceID(m.Subject)
+	var p bus.Presence
+	if id == "" || json.Unmarshal(m.Data, &p) != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.agents[id]
+	if a == nil {
+		return
+	}
+	a.State, a.Run, a.CPUPercent, a.RSSBytes, a.LastSeen, a.beat = p.State, p.Run, p.CPUPercent, p.RSSBytes, r.now(), true
+	if p.Cores > 0 {
+		a.Cores = p.Cores
+	}
+}
+
+// presenceID is the agent id in a presence subject ("" if it is not one).
+func presenceID(subject string) string {
+	const pre, suf = "volley.agent.", ".presence"
+	if len(subject) <= len(pre)+len(suf) || subject[:len(pre)] != pre || subject[len(subject)-len(suf):] != suf {
+		return ""
+	}
+	return subject[len(pre) : len(subject)-len(suf)]
+}
+
+// List returns the agents seen within bus.PresenceTTL, by id; older ones are forgotten.
+func (r *Registry) List() []Agent {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Agent, 0, len(r.agents))
+	for id, a := range r.agents {
+		if now.Sub(a.LastSeen) > bus.PresenceTTL {
+			delete(r.agents, id)
+			continue
+		}
+		if !a.beat {
+			continue
+		}
+		c := a.Agent
+		c.Labels = maps.Clone(a.Labels)
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
