@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -115,18 +114,6 @@ func importJMX(data []byte, _ Options) (Result, error) {
 		p["http"] = httpOpts
 	}
 	return j.n.result("jmx", p), nil
-}
-
-// planHasHTTPField reports whether this build's plan.HTTP has a field of that JSON name (fields
-// other branches add, such as "cookies", are emitted only where Parse knows them).
-func planHasHTTPField(name string) bool {
-	t := reflect.TypeFor[plan.HTTP]()
-	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
-			return true
-		}
-	}
-	return false
 }
 
 type jmxPair struct{ el, sub *xnode }
@@ -486,20 +473,15 @@ func (j *jmxImp) resolve(s string) string {
 	return out
 }
 
-var jmxCookieNote = "Volley keeps no cookies in this build (the plan field http.cookies is not available): server-set cookies are not sent back"
-
-// cookieManager turns a Cookie Manager into http.cookies (when the plan knows the field) and its
-// user-defined cookies into a Cookie header.
+// cookieManager turns a Cookie Manager into http.cookies ("iteration" when it clears its cookies
+// each iteration, else "vu": the VU's jar, as JMeter's per thread) and its user-defined cookies
+// into a Cookie header.
 func (j *jmxImp) cookieManager(el *xnode, headers [][2]string) [][2]string {
 	label := jmxLabel(el)
-	if planHasHTTPField("cookies") {
-		if jmxBool(el, "CookieManager.clearEachIteration") {
-			j.cookies = "iteration"
-		} else if j.cookies == "" {
-			j.cookies = "vu"
-		}
-	} else {
-		j.n.add(label, jmxCookieNote)
+	if jmxBool(el, "CookieManager.clearEachIteration") {
+		j.cookies = "iteration"
+	} else if j.cookies == "" {
+		j.cookies = "vu"
 	}
 	var pairs []string
 	for _, c := range jmxItems(el, "CookieManager.cookies") {
