@@ -617,7 +617,7 @@ func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 	for _, d := range spec.defaults {
 		args = append(args, jmxItems(jmxProp(d, "HTTPsampler.Arguments"), "Arguments.arguments")...)
 	}
-	req := map[string]any{"name": clipText(strings.TrimSpace(el.get("testname")), plan.MaxNameBytes), "method": method}
+	req := map[string]any{"name": impClip(strings.TrimSpace(el.get("testname")), plan.MaxNameBytes), "method": method}
 	headers := map[string]string{}
 	lower := map[string]string{}
 	setHeader := func(k, v string) {
@@ -1082,10 +1082,10 @@ func (j *jmxImp) convertIn(s string, plain bool, nest int) (string, []string) {
 			b.WriteString("{{random_int " + m[1] + " " + m[2] + "}}")
 		case isFn:
 			b.WriteString(s[i:end])
-			bad = append(bad, fmt.Sprintf("${%s}: JMeter function with no Volley equivalent, kept as written", clipText(name, 80)))
+			bad = append(bad, fmt.Sprintf("${%s}: JMeter function with no Volley equivalent, kept as written", impClip(name, 80)))
 		default:
 			b.WriteString(s[i:end])
-			bad = append(bad, fmt.Sprintf("${%s}: variable not defined by a CSV Data Set, an extractor or User Defined Variables, kept as written", clipText(name, 80)))
+			bad = append(bad, fmt.Sprintf("${%s}: variable not defined by a CSV Data Set, an extractor or User Defined Variables, kept as written", impClip(name, 80)))
 		}
 		s = s[end:]
 	}
