@@ -61,10 +61,6 @@ type h2Engine struct {
 	pools map[string]*h2Pool // shared connections by httpConn.key (shared > 0)
 }
 
-// h2MaxHeaderList bounds a response's header list (RFC 9113 §6.5.2 SETTINGS_MAX_HEADER_LIST_SIZE,
-// as x/net counts it: names, values and 32 bytes per field).
-const h2MaxHeaderList = 64 << 10
-
 func newH2(p *plan.Plan) *h2Engine {
 	if !p.HTTP.H2() {
 		return nil
@@ -74,7 +70,10 @@ func newH2(p *plan.Plan) *h2Engine {
 			// bodies stay as sent (bytes_in is wire bytes; decode.go decodes when a check reads)
 			DisableCompression: true,
 			AllowHTTP:          true,
-			MaxHeaderListSize:  h2MaxHeaderList,
+			// http.max_header bounds a response's header list as it bounds an HTTP/1.1 header
+			// (RFC 9113 §6.5.2 SETTINGS_MAX_HEADER_LIST_SIZE, as x/net counts it: names, values
+			// and 32 bytes per field; trailers too)
+			MaxHeaderListSize: uint32(p.HTTP.MaxHeaderOrDefault()),
 		},
 		version: p.HTTP.Version, fallback: p.HTTP.H2Fallback, shared: p.HTTP.H2Connections,
 		pools: map[string]*h2Pool{},
@@ -476,20 +475,26 @@ func isStreamError(err error) bool {
 
 // classifyH2 names the HTTP/2 errors (classify): h2_error for a stream reset, a GOAWAY, a protocol
 // or flow-control error, a connection x/net closed for one, or a refused ALPN; header_too_large
-// for a header list over h2MaxHeaderList. KindNone for any other error.
+// for a header list, or one field, over http.max_header. KindNone for any other error.
 func classifyH2(err error) metrics.ErrorKind {
 	var refused *h2Refused
 	var se http2.StreamError
 	var ce http2.ConnectionError
 	var ga http2.GoAwayError
-	switch {
-	case errors.As(err, &refused), errors.As(err, &se), errors.As(err, &ce), errors.As(err, &ga):
-		return metrics.H2Error
-	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "header list larger than"):
+		return metrics.HeaderTooLarge // x/net's stream error for a list over MaxHeaderListSize
+	case errors.As(err, &ce) && http2.ErrCode(ce) == http2.ErrCodeCompression:
+		// x/net's decoder refuses a single header field longer than the header-list bound
+		// (Transport.MaxHeaderListSize, http.max_header) with this connection error: a field
+		// over http.max_header, as on HTTP/1.1 (a corrupt HPACK block, which servers' encoders do
+		// not produce, counts here too; the failure's message names COMPRESSION_ERROR)
 		return metrics.HeaderTooLarge
+	case errors.As(err, &refused), errors.As(err, &se), errors.As(err, &ce), errors.As(err, &ga):
+		return metrics.H2Error
+	}
+	switch {
 	case strings.HasPrefix(msg, "http2:"), strings.Contains(msg, "stream error"),
 		strings.Contains(msg, "connection error"):
 		return metrics.H2Error

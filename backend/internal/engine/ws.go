@@ -181,8 +181,15 @@ func (v *vu) doWS(r *vuReq, due, sent time.Duration) {
 		r.buf = h.t.render(r.buf[:0], v)
 		w.header[http.CanonicalHeaderKey(h.name)] = []string{string(r.buf)}
 	}
+	cHost, cPath, cSecure, cOK := wsCookieURL(url)
+	if cOK {
+		v.wsSendCookies(w, r, cHost, cPath, cSecure) // ws_cookies.go
+	}
 	w.cc, w.resp = nil, nil
 	conn, resp, err := w.dialer.DialContext(context.Background(), url, w.header)
+	if cOK {
+		v.wsKeepCookies(resp, cHost, cPath)
+	}
 	hsDone := e.now()
 	status := 0
 	if resp != nil {

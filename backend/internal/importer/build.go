@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/volley-load/volley/backend/internal/plan"
 )
@@ -242,7 +243,7 @@ func (b *impPlan) planMap() map[string]any {
 	for i := range b.reqs {
 		reqs[i] = b.reqs[i]
 	}
-	p := map[string]any{"name": impClip(b.name, 200), "requests": reqs, "load": impDefaultLoad()}
+	p := map[string]any{"name": impClip(b.name, maxPlanName), "requests": reqs, "load": impDefaultLoad()}
 	if len(b.http) > 0 {
 		p["http"] = b.http
 	}
@@ -252,16 +253,57 @@ func (b *impPlan) planMap() map[string]any {
 	return p
 }
 
-// impClip cuts s to at most n bytes on a rune boundary, marking the cut with "…".
+// impClip shortens s to at most n bytes on a rune boundary, marking the cut with "…" (every
+// importer clips with it).
 func impClip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	cut := n - len("…")
-	for cut > 0 && !impRuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "…"
 }
 
-func impRuneStart(c byte) bool { return c&0xC0 != 0x80 }
+// Helpers of the jmx and openapi importers (the other importers may use them too).
+
+// maxPlanName is plan.Validate's bound on a plan's name.
+const maxPlanName = 200
+
+// planName is a plan name from a title, or dflt when the title is blank.
+func planName(title, dflt string) string {
+	title = strings.Join(strings.Fields(title), " ")
+	if title == "" {
+		return dflt
+	}
+	return impClip(title, maxPlanName)
+}
+
+// notes collects the Skipped list of one import, merging repeats of the same element and reason.
+type notes struct {
+	list []Skipped
+	seen map[Skipped]bool
+}
+
+// add records that element was not imported (or imported only in part) and why.
+func (n *notes) add(element, reason string) {
+	s := Skipped{Element: impClip(element, 300), Reason: reason}
+	if n.seen == nil {
+		n.seen = map[Skipped]bool{}
+	}
+	if n.seen[s] {
+		return
+	}
+	n.seen[s] = true
+	n.list = append(n.list, s)
+}
+
+// result wraps a plan built from the named format and its notes.
+func (n *notes) result(format string, p map[string]any) Result {
+	l := n.list
+	if l == nil {
+		l = []Skipped{}
+	}
+	return Result{Plan: p, Skipped: l, Format: format}
+}

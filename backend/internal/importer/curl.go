@@ -297,10 +297,8 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 		}
 		b.http[key] = strconv.FormatFloat(f*1000, 'f', 0, 64) + "ms"
 	case "--compressed":
-		// What curl sends for it; http.compression (SHAPES13) is not on this branch yet.
-		if _, set := st.r.header("Accept-Encoding"); !set {
-			st.r.setHeader("Accept-Encoding", "gzip, deflate, br")
-		}
+		// what curl asks for with it (a -H Accept-Encoding of the command still wins, as in curl)
+		b.http["compression"] = []string{"gzip", "deflate", "br"}
 	default:
 		if curlQuietFlags[flag] {
 			return

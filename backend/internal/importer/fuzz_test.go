@@ -7,21 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// impFuzz feeds a format's importer arbitrary input, seeded with its fixtures: it must not
-// panic, must answer an *InputError or a result, and a result's plan must pass plan.Parse.
+// impFuzz feeds a format's importer arbitrary input, seeded with its fixtures (testdata/FORMAT)
+// and seeds: it must not panic, must answer an *InputError or a result, and a result's plan must
+// pass plan.Parse (so it has at least one request).
 func impFuzz(f *testing.F, format string, seeds ...string) {
 	files, _ := filepath.Glob(filepath.Join("testdata", format, "*"))
 	for _, file := range files {
 		if strings.HasSuffix(file, ".golden.json") {
 			continue
 		}
-		if b, err := os.ReadFile(file); err == nil {
-			f.Add(b)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b)
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -35,13 +36,10 @@ func impFuzz(f *testing.F, format string, seeds ...string) {
 			}
 			return
 		}
-		js, err := json.Marshal(res.Plan)
-		if err != nil {
-			t.Fatal(err)
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatalf("result does not encode: %v", err)
 		}
-		if _, err := plan.Parse(js); err != nil {
-			t.Fatalf("the imported plan does not validate: %v\n%s", err, js)
-		}
+		parsePlan(t, res)
 	})
 }
 
@@ -55,4 +53,14 @@ func FuzzImportHar(f *testing.F) {
 
 func FuzzImportPostman(f *testing.F) {
 	impFuzz(f, "postman", `{"info":{"_postman_id":"x"},"item":[{"request":"http://a.test/{{v}}"}]}`, `{"item":[{"item":[{"item":[]}]}]}`)
+}
+
+func FuzzImportJMX(f *testing.F) {
+	impFuzz(f, "jmx", billionLaughsXML,
+		`<jmeterTestPlan><hashTree><TestPlan/><hashTree><ThreadGroup/><hashTree><HTTPSamplerProxy><stringProp name="HTTPSampler.domain">${a${b}}</stringProp></HTTPSamplerProxy></hashTree></hashTree></hashTree></jmeterTestPlan>`)
+}
+
+func FuzzImportOpenAPI(f *testing.F) {
+	impFuzz(f, "openapi", "openapi: 3.1.0\npaths:\n  /a/{x}:\n    get: {parameters: [{name: x, in: path, schema: {$ref: '#/x'}}]}\nx: &a [*a]\n",
+		`{"openapi":"3.0.0","paths":{"/":{"post":{"requestBody":{"content":{"application/json":{"schema":{"allOf":[{"$ref":"#"}]}}}}}}}}`)
 }

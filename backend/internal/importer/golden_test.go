@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,22 +14,13 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// -update rewrites the golden files (testdata/FORMAT/*.golden.json). The flag is defined here
-// unless another test file of the package (the jmx and openapi importers') defines it already.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the importer's golden files (testdata/FORMAT/*.golden.json)")
-	}
-}
+// -update rewrites the golden files (testdata/FORMAT/*.golden.json):
+// `go test ./backend/internal/importer -run Golden -update`, then review the diff.
+var impUpdate = flag.Bool("update", false, "rewrite the importers' golden files (testdata/FORMAT/*.golden.json)")
 
-// impUpdate reports whether -update was given.
-func impUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// impGoldenCases are the fixtures of a format: every file of testdata/dir but the golden ones.
-func impGoldenCases(t *testing.T, dir string) []string {
+// impGoldenCases are the fixtures of a format: the files of testdata/dir but the golden ones,
+// those ending in one of suffixes when any are given.
+func impGoldenCases(t *testing.T, dir string, suffixes ...string) []string {
 	t.Helper()
 	all, err := filepath.Glob(filepath.Join("testdata", dir, "*"))
 	if err != nil {
@@ -36,7 +28,7 @@ func impGoldenCases(t *testing.T, dir string) []string {
 	}
 	var in []string
 	for _, f := range all {
-		if !strings.HasSuffix(f, ".golden.json") {
+		if !strings.HasSuffix(f, ".golden.json") && (len(suffixes) == 0 || slices.ContainsFunc(suffixes, func(s string) bool { return strings.HasSuffix(f, s) })) {
 			in = append(in, f)
 		}
 	}
@@ -46,10 +38,11 @@ func impGoldenCases(t *testing.T, dir string) []string {
 	return in
 }
 
-// impCheckGolden imports every fixture of a format, compares the result with its golden file
-// (rewritten with -update) and proves the plan passes plan.Parse.
-func impCheckGolden(t *testing.T, format string, o Options) {
-	for _, f := range impGoldenCases(t, format) {
+// impCheckGolden imports every fixture of a format (testdata/FORMAT, the files ending in one of
+// suffixes when any are given), compares the result with its golden file (rewritten with
+// -update) and proves the plan passes plan.Parse.
+func impCheckGolden(t *testing.T, format string, o Options, suffixes ...string) {
+	for _, f := range impGoldenCases(t, format, suffixes...) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -62,7 +55,9 @@ func impCheckGolden(t *testing.T, format string, o Options) {
 			if err != nil {
 				t.Fatalf("Import: %v", err)
 			}
-			js := impPlanJSON(t, res.Plan)
+			if res.Format != format {
+				t.Errorf("Format = %q", res.Format)
+			}
 			var out bytes.Buffer
 			enc := json.NewEncoder(&out)
 			enc.SetEscapeHTML(false)
@@ -71,7 +66,7 @@ func impCheckGolden(t *testing.T, format string, o Options) {
 				t.Fatal(err)
 			}
 			golden := strings.TrimSuffix(f, filepath.Ext(f)) + ".golden.json"
-			if impUpdate() {
+			if *impUpdate {
 				if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -83,11 +78,26 @@ func impCheckGolden(t *testing.T, format string, o Options) {
 			if !bytes.Equal(out.Bytes(), want) {
 				t.Errorf("the import differs from %s (go test -update rewrites it):\n%s", golden, out.String())
 			}
-			if _, err := plan.Parse(js); err != nil {
-				t.Errorf("the imported plan does not validate: %v\n%s", err, js)
-			}
+			parsePlan(t, res)
 		})
 	}
+}
+
+func TestGoldenJMX(t *testing.T) { impCheckGolden(t, "jmx", Options{}, ".jmx") }
+
+func TestGoldenOpenAPI(t *testing.T) {
+	impCheckGolden(t, "openapi", Options{}, ".json", ".yaml", ".yml")
+}
+
+// parsePlan proves an imported plan is one `volley run` and the API accept.
+func parsePlan(t testing.TB, r Result) *plan.Plan {
+	t.Helper()
+	js := impPlanJSON(t, r.Plan)
+	p, err := plan.Parse(js)
+	if err != nil {
+		t.Fatalf("the imported plan does not validate: %v\n%s", err, js)
+	}
+	return p
 }
 
 func impPlanJSON(t testing.TB, p map[string]any) []byte {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // har: an HTTP Archive 1.2 (http://www.softwareishard.com/blog/har-12-spec/, as browsers'
@@ -81,7 +83,8 @@ func importHAR(data []byte, o Options) (Result, error) {
 	b := newImpPlan("")
 	var kept []*harEntry
 	i := 0
-	droppedHeaders := map[string]bool{}
+	var codings []string                // the recorded Accept-Encoding's codings Volley asks for
+	droppedCodings := map[string]bool{} // and those it does not know
 	cookieNames := map[string]bool{}
 	entries.ForEach(func(_, e gjson.Result) bool {
 		i++
@@ -115,7 +118,7 @@ func importHAR(data []byte, o Options) (Result, error) {
 			switch {
 			case impEngineHeader(k):
 			case lk == "accept-encoding":
-				droppedHeaders["Accept-Encoding"] = true
+				codings = harCodings(codings, v, droppedCodings)
 			case lk == "cookie":
 				for _, c := range strings.Split(v, ";") {
 					if n, _, ok := strings.Cut(strings.TrimSpace(c), "="); ok {
@@ -177,8 +180,17 @@ func importHAR(data []byte, o Options) (Result, error) {
 	for _, s := range suggestions {
 		b.skip(s.elem, s.reason)
 	}
-	if droppedHeaders["Accept-Encoding"] {
-		b.skip("request headers Accept-Encoding", "left out: responses are not decoded, so a compressed body would defeat checks and extraction")
+	if len(codings) > 0 {
+		b.http["compression"] = codings
+	}
+	if len(droppedCodings) > 0 {
+		names := make([]string, 0, len(droppedCodings))
+		for n := range droppedCodings {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.skip("request headers Accept-Encoding ("+impClip(strings.Join(names, ", "), 150)+")",
+			"codings Volley does not ask for (http.compression takes "+strings.Join(plan.Compressions, ", ")+")")
 	}
 	if len(cookieNames) > 0 {
 		names := make([]string, 0, len(cookieNames))
@@ -420,4 +432,28 @@ func impJSONTooDeep(data []byte, max int) int {
 		}
 	}
 	return -1
+}
+
+// harCodings adds the content codings of a recorded Accept-Encoding value (RFC 9110 §12.5.3:
+// "gzip, deflate;q=0.5, br") to codings, in order and once each: those http.compression takes
+// (plan.Compressions); others go to dropped. A coding with q=0 (refused), "identity" and "*" are
+// no request for compression and are left out.
+func harCodings(codings []string, value string, dropped map[string]bool) []string {
+	for _, part := range strings.Split(value, ",") {
+		c, params, _ := strings.Cut(part, ";")
+		c = strings.ToLower(strings.TrimSpace(c))
+		if q, ok := strings.CutPrefix(strings.ReplaceAll(strings.ToLower(params), " ", ""), "q="); ok {
+			if f, err := strconv.ParseFloat(q, 64); err == nil && f == 0 {
+				continue
+			}
+		}
+		switch {
+		case c == "" || c == "identity" || c == "*" || slices.Contains(codings, c):
+		case slices.Contains(plan.Compressions, c):
+			codings = append(codings, c)
+		default:
+			dropped[c] = true
+		}
+	}
+	return codings
 }

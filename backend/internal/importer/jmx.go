@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -115,18 +114,6 @@ func importJMX(data []byte, _ Options) (Result, error) {
 		p["http"] = httpOpts
 	}
 	return j.n.result("jmx", p), nil
-}
-
-// planHasHTTPField reports whether this build's plan.HTTP has a field of that JSON name (fields
-// other branches add, such as "cookies", are emitted only where Parse knows them).
-func planHasHTTPField(name string) bool {
-	t := reflect.TypeFor[plan.HTTP]()
-	for i := range t.NumField() {
-		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == name {
-			return true
-		}
-	}
-	return false
 }
 
 type jmxPair struct{ el, sub *xnode }
@@ -486,20 +473,15 @@ func (j *jmxImp) resolve(s string) string {
 	return out
 }
 
-var jmxCookieNote = "Volley keeps no cookies in this build (the plan field http.cookies is not available): server-set cookies are not sent back"
-
-// cookieManager turns a Cookie Manager into http.cookies (when the plan knows the field) and its
-// user-defined cookies into a Cookie header.
+// cookieManager turns a Cookie Manager into http.cookies ("iteration" when it clears its cookies
+// each iteration, else "vu": the VU's jar, as JMeter's per thread) and its user-defined cookies
+// into a Cookie header.
 func (j *jmxImp) cookieManager(el *xnode, headers [][2]string) [][2]string {
 	label := jmxLabel(el)
-	if planHasHTTPField("cookies") {
-		if jmxBool(el, "CookieManager.clearEachIteration") {
-			j.cookies = "iteration"
-		} else if j.cookies == "" {
-			j.cookies = "vu"
-		}
-	} else {
-		j.n.add(label, jmxCookieNote)
+	if jmxBool(el, "CookieManager.clearEachIteration") {
+		j.cookies = "iteration"
+	} else if j.cookies == "" {
+		j.cookies = "vu"
 	}
 	var pairs []string
 	for _, c := range jmxItems(el, "CookieManager.cookies") {
@@ -635,7 +617,7 @@ func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 	for _, d := range spec.defaults {
 		args = append(args, jmxItems(jmxProp(d, "HTTPsampler.Arguments"), "Arguments.arguments")...)
 	}
-	req := map[string]any{"name": clipText(strings.TrimSpace(el.get("testname")), plan.MaxNameBytes), "method": method}
+	req := map[string]any{"name": impClip(strings.TrimSpace(el.get("testname")), plan.MaxNameBytes), "method": method}
 	headers := map[string]string{}
 	lower := map[string]string{}
 	setHeader := func(k, v string) {
@@ -1100,10 +1082,10 @@ func (j *jmxImp) convertIn(s string, plain bool, nest int) (string, []string) {
 			b.WriteString("{{random_int " + m[1] + " " + m[2] + "}}")
 		case isFn:
 			b.WriteString(s[i:end])
-			bad = append(bad, fmt.Sprintf("${%s}: JMeter function with no Volley equivalent, kept as written", clipText(name, 80)))
+			bad = append(bad, fmt.Sprintf("${%s}: JMeter function with no Volley equivalent, kept as written", impClip(name, 80)))
 		default:
 			b.WriteString(s[i:end])
-			bad = append(bad, fmt.Sprintf("${%s}: variable not defined by a CSV Data Set, an extractor or User Defined Variables, kept as written", clipText(name, 80)))
+			bad = append(bad, fmt.Sprintf("${%s}: variable not defined by a CSV Data Set, an extractor or User Defined Variables, kept as written", impClip(name, 80)))
 		}
 		s = s[end:]
 	}

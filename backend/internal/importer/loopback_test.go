@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -62,12 +63,16 @@ func impRun(t *testing.T, p map[string]any, answers ...map[string]string) []impR
 	for _, r := range p["requests"].([]any) {
 		delete(r.(map[string]any), "think_time")
 	}
-	js := impPlanJSON(t, p)
-	pl, err := plan.Parse(js)
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, js)
-	}
-	c, err := plan.Compile(pl)
+	impRunPlan(t, Result{Plan: p})
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
+// impRunPlan runs an imported plan, proving it validates, within 20 s, and returns its summary.
+func impRunPlan(t *testing.T, r Result) *metrics.Summary {
+	t.Helper()
+	c, err := plan.Compile(parsePlan(t, r))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +82,11 @@ func impRun(t *testing.T, p map[string]any, answers ...map[string]string) []impR
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := e.Run(ctx); err != nil {
+	sum, err := e.Run(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return got
+	return sum
 }
 
 // impFixture imports one fixture file.

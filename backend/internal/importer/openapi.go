@@ -451,7 +451,7 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 	if name == "" {
 		name = label
 	}
-	req := map[string]any{"name": clipText(name, plan.MaxNameBytes), "method": strings.ToUpper(method), "url": base + u, "weight": 1}
+	req := map[string]any{"name": impClip(name, plan.MaxNameBytes), "method": strings.ToUpper(method), "url": base + u, "weight": 1}
 	if rb, ok := op["requestBody"]; ok {
 		body, ctype, ok := o.body(rb, label)
 		if !ok {

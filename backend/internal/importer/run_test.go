@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,9 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
-	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
@@ -60,20 +57,7 @@ func runImported(t *testing.T, format, fixture string, edit func(p map[string]an
 		t.Fatal(err)
 	}
 	edit(r.Plan)
-	p := parsePlan(t, r)
-	c, err := plan.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(c, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := e.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sum
+	return impRunPlan(t, r)
 }
 
 func addrOf(tg *testutil.Target) string { return strings.TrimPrefix(tg.URL, "http://") }

@@ -33,6 +33,22 @@ func validateH1(p *Plan, v *ValidationError) {
 		if _, err := ProxyAddr(p.HTTP.Proxy); err != nil {
 			v.add("http.proxy", err.Error())
 		}
+		validateProxyUse(p, v)
+	}
+}
+
+// validateProxyUse refuses http.proxy where the engine cannot send through it: HTTP/2
+// connections and WebSocket sessions are dialled straight to the target, so with a proxy they
+// would bypass it (load going where the plan does not say).
+func validateProxyUse(p *Plan, v *ValidationError) {
+	if p.HTTP.H2() {
+		v.add("http.proxy", fmt.Sprintf("is not available with http.version %q: HTTP/2 connections do not go through a proxy (use \"1.1\", or leave proxy out)", p.HTTP.Version))
+	}
+	for i := range p.Requests {
+		if p.Requests[i].IsWebSocket() {
+			v.add("http.proxy", fmt.Sprintf("is not available with WebSocket steps (requests[%d]): WebSocket sessions do not go through a proxy", i))
+			return
+		}
 	}
 }
 

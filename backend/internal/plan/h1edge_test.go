@@ -58,3 +58,29 @@ func TestProxyOption(t *testing.T) {
 		}
 	}
 }
+
+// http.proxy with HTTP/2 or with a WebSocket step is refused on http.proxy, naming why (those
+// connections would bypass the proxy); the same plans without the proxy, and HTTP/1.1 with it,
+// are accepted.
+func TestProxyRefusedWithH2AndWebSocket(t *testing.T) {
+	const base = `{"name":"t","requests":[%s],"load":{"vus":1,"duration":"1s"},"http":{%s}}`
+	const h1, ws = `{"url":"https://127.0.0.1:1/"}`, `{"url":"ws://127.0.0.1:1/chat"}`
+	const proxy = `"proxy":"http://127.0.0.1:3128"`
+	for _, c := range []struct{ reqs, http, want string }{
+		{h1, proxy + `,"version":"2"`, `http.version "2"`},
+		{h1, proxy + `,"version":"h2c"`, `http.version "h2c"`},
+		{h1 + "," + ws, proxy, "WebSocket steps (requests[1])"},
+		{h1, proxy + `,"version":"1.1"`, ""},
+		{h1, proxy, ""},
+		{h1 + "," + ws, `"version":"2"`, ""},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf(base, c.reqs, c.http)))
+		ve, _ := err.(*ValidationError)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s with %s: %v", c.reqs, c.http, err)
+		case c.want != "" && (ve == nil || !strings.Contains(ve.Fields["http.proxy"], c.want)):
+			t.Errorf("%s with %s: %v, want an error on http.proxy naming %s", c.reqs, c.http, err, c.want)
+		}
+	}
+}
