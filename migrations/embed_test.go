@@ -112,6 +112,37 @@ func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 	}
 }
 
+// Runs stored before migration 00007 have a NULL server_cpu_max (unknown, not 0); the column
+// takes values afterwards.
+func TestServerCPUMaxOfRunsStoredBeforeIsNull(t *testing.T) {
+	db, prov := openProvider(t)
+	ctx := t.Context()
+	if _, err := prov.UpTo(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO plans (id, name, spec, created_at, updated_at) VALUES (1, 'p', '{}', 0, 0);
+		INSERT INTO runs (plan_id, plan_name, status, started_at, plan_spec, requests) VALUES
+			(1, 'p', 'finished', 1, '{}', 100), (1, 'p', 'running', 2, '{}', 5)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prov.UpTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO runs (plan_id, plan_name, status, started_at, plan_spec, server_cpu_max)
+		VALUES (1, 'p', 'finished', 3, '{}', 87.5)`); err != nil {
+		t.Fatal(err)
+	}
+	var nulls, set int
+	var v float64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE server_cpu_max IS NULL),
+		count(server_cpu_max), coalesce(sum(server_cpu_max), 0) FROM runs`).Scan(&nulls, &set, &v); err != nil {
+		t.Fatal(err)
+	}
+	if nulls != 2 || set != 1 || v != 87.5 {
+		t.Errorf("%d NULL and %d set (sum %v), want the 2 older runs NULL and 87.5 on the new one", nulls, set, v)
+	}
+}
+
 // openProvider opens a new SQLite file and a goose provider of these migrations over it.
 func openProvider(t *testing.T) (*sql.DB, *goose.Provider) {
 	t.Helper()

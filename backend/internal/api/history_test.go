@@ -36,6 +36,7 @@ type seeded struct {
 	ok       *bool // thresholds_ok
 	running  bool  // leave it running: no summary
 	vus      int
+	cpuMax   *float64 // server_cpu_max stored at the end
 }
 
 // seedRun stores a run as the StoreSink would: one sample (JSON + histogram) per second, then the
@@ -89,7 +90,8 @@ func seedRun(t *testing.T, st *store.Store, planID int64, started time.Time, s s
 	data, _ := json.Marshal(sum)
 	enc, _ := metrics.EncodeHist(merged)
 	err = st.FinishRun(ctx, r.ID, store.StatusFinished, started.Add(time.Duration(s.seconds)*time.Second),
-		store.Progress{DurationS: sum.DurationS, Requests: reqs, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate, ThresholdsOK: s.ok},
+		store.Progress{DurationS: sum.DurationS, Requests: reqs, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate, ThresholdsOK: s.ok,
+			ServerCPUMax: s.cpuMax},
 		data, []byte(enc), "")
 	if err != nil {
 		t.Fatal(err)

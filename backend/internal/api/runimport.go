@@ -22,6 +22,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/runs"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -487,6 +488,7 @@ func (s *Server) storeImported(ctx context.Context, w runWriter, runID int64, f 
 		ok := sum.ThresholdsOK()
 		p.ThresholdsOK = &ok
 	}
+	p.ServerCPUMax = runs.ServerCPUMax(sum)
 	if err := w.FinishRun(ctx, runID, f.Run.Status, f.Run.EndedAt, p, data, hist, ""); err != nil {
 		return err
 	}

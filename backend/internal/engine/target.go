@@ -6,7 +6,6 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/monitor"
-	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // targetSide is the collector's view of the run's monitors (package monitor): it attaches each
@@ -33,14 +32,7 @@ type serverAgg struct {
 // startTarget starts the plan's monitors with the run, through the engine's target policy.
 func startTarget(e *Engine) targetSide {
 	t := targetSide{set: monitor.Start(e.p.Monitors, e.policy)}
-	// The server columns: the first process monitor, else the first node monitor.
-	for _, typ := range []string{plan.MonitorProcess, plan.MonitorNode} {
-		for _, m := range t.set.Monitors() {
-			if t.server == "" && m.Type == typ {
-				t.server, t.node = m.Name, typ == plan.MonitorNode
-			}
-		}
-	}
+	t.server, t.node = metrics.ServerMonitor(t.set.Monitors())
 	return t
 }
 
@@ -60,17 +52,13 @@ func (t *targetSide) attach(s *metrics.Sample, now time.Time) {
 		if !ok {
 			continue
 		}
-		switch {
-		case t.node && rest == "cpu_percent":
-			t.now.cpu, t.now.hasCPU = v, true
-		case t.node && strings.HasPrefix(rest, "cpu_percent/"):
-			t.now.cores++
-		case t.node && rest == "memory_used_bytes":
-			t.now.mem, t.now.hasMem = v, true
-		case !t.node && strings.HasPrefix(rest, "cpu_percent/"):
+		switch metrics.ServerPart(rest, t.node) {
+		case metrics.ServerCPU:
 			t.now.cpu += v
 			t.now.hasCPU = true
-		case !t.node && strings.HasPrefix(rest, "rss_bytes/"):
+		case metrics.ServerCore:
+			t.now.cores++
+		case metrics.ServerMemory:
 			t.now.mem += v
 			t.now.hasMem = true
 		}

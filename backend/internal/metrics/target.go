@@ -1,5 +1,11 @@
 package metrics
 
+import (
+	"strings"
+
+	"github.com/volley-load/volley/backend/internal/plan"
+)
+
 // Target-side figures: the values of a run's monitors (Prometheus endpoints scraped each second
 // by package monitor) as they travel in samples and summaries (issue 15).
 
@@ -51,3 +57,44 @@ const (
 	LimitedByGenerator = "generator"
 	LimitedByNone      = "none"
 )
+
+// The server monitor rule (issue 15, docs/api.md "Monitors"): the target server's CPU and memory
+// — the sweep's server columns, History's server_cpu_max — come from the first process monitor
+// (its processes summed), else the first node monitor (the host's CPU of all its cores).
+
+// ServerMonitor returns the name of the server monitor among mons (in their order; only Name and
+// Type are read) and whether it is a node monitor; "" when none is a process or node monitor.
+func ServerMonitor(mons []plan.Monitor) (name string, node bool) {
+	for _, typ := range []string{plan.MonitorProcess, plan.MonitorNode} {
+		for _, m := range mons {
+			if m.Type == typ {
+				return m.Name, typ == plan.MonitorNode
+			}
+		}
+	}
+	return "", false
+}
+
+// Parts of the server monitor's figures (ServerPart). A second's server figure is the sum of the
+// values of its series of that part: a node has one CPU and one memory series, a process monitor
+// one of each per process.
+const (
+	ServerOther  = iota // not a server figure
+	ServerCPU           // CPU %: a node's host total (of all cores), or one process's (of one core)
+	ServerCore          // one core of a node: the count of these is the cores a node's CPU % is of
+	ServerMemory        // bytes: a node's memory used, or one process's RSS
+)
+
+// ServerPart is the part of the server figures that a series of the server monitor (a node one
+// when node) is, by the series ID without its "<monitor>/" prefix (MonitorSeries.ID).
+func ServerPart(rest string, node bool) int {
+	switch {
+	case node && rest == "cpu_percent", !node && strings.HasPrefix(rest, "cpu_percent/"):
+		return ServerCPU
+	case node && strings.HasPrefix(rest, "cpu_percent/"):
+		return ServerCore
+	case node && rest == "memory_used_bytes", !node && strings.HasPrefix(rest, "rss_bytes/"):
+		return ServerMemory
+	}
+	return ServerOther
+}

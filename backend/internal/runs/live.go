@@ -34,6 +34,9 @@ type Run struct {
 	Outcome string  `json:"outcome"`
 	Notes   string  `json:"notes"`
 	Tags    TagList `json:"tags"`
+	// ServerCPUMax is the target server's CPU % at its busiest (ServerCPUMax); null when the run
+	// had no process or node monitor with a value, or has not ended.
+	ServerCPUMax *float64 `json:"server_cpu_max"`
 }
 
 // RunOf is the stored run r as Run.
@@ -41,7 +44,8 @@ func RunOf(r *store.Run) Run {
 	return Run{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
 		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
 		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags,
-		Outcome: metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)}
+		ServerCPUMax: r.ServerCPUMax,
+		Outcome:      metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)}
 }
 
 // TagList is a run's tags; it is written as [] (never null) when there are none.
@@ -109,7 +113,7 @@ func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, s
 	if sum != nil {
 		data, _ = json.Marshal(sum)
 		r.DurationS, r.Requests, r.RPS, r.P95Ms, r.ErrorRate = sum.DurationS, sum.Requests, sum.RPS, sum.Latency.P95, sum.ErrorRate
-		r.ThresholdsOK = thresholdsOK(sum)
+		r.ThresholdsOK, r.ServerCPUMax = thresholdsOK(sum), ServerCPUMax(sum)
 	}
 	r.Outcome = metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)
 	k.Hub.Close(runID, summaryMessage(data, r))

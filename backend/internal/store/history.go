@@ -33,8 +33,10 @@ var tagRE = regexp.MustCompile(`^[a-z0-9._-]{1,40}$`)
 // ValidTag reports whether t is a valid tag.
 func ValidTag(t string) bool { return tagRE.MatchString(t) }
 
-// SortColumns are the columns ListRuns can order by (each has an index, migrations/00003).
-var SortColumns = []string{"started_at", "duration_s", "requests", "rps", "p95_ms", "error_rate"}
+// SortColumns are the columns ListRuns can order by (each has an index, migrations/00003 and
+// 00007). Runs whose column is NULL (server_cpu_max unknown) come first in ascending order, last
+// in descending order.
+var SortColumns = []string{"started_at", "duration_s", "requests", "rps", "p95_ms", "error_rate", "server_cpu_max"}
 
 // orderBy is the ORDER BY clause of f, built only from the allow-listed names above.
 func (f RunFilter) orderBy() (string, error) {

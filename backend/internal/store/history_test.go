@@ -187,7 +187,8 @@ func TestListRunsSortQueryPlansUseIndexes(t *testing.T) {
 		"SELECT id FROM runs WHERE thresholds_ok = 0 ORDER BY started_at DESC, id DESC LIMIT 50":                                   "runs_by_thresholds",
 	}
 	index := map[string]string{"duration_s": "runs_by_duration", "requests": "runs_by_requests", "rps": "runs_by_rps",
-		"p95_ms": "runs_by_p95", "error_rate": "runs_by_error_rate", "started_at": "runs_by_started"}
+		"p95_ms": "runs_by_p95", "error_rate": "runs_by_error_rate", "started_at": "runs_by_started",
+		"server_cpu_max": "runs_by_server_cpu_max"}
 	for _, col := range SortColumns {
 		for _, dir := range []string{"ASC", "DESC"} {
 			cases[fmt.Sprintf("SELECT id FROM runs ORDER BY %s %s, id %s LIMIT 50 OFFSET 50", col, dir, dir)] = index[col]

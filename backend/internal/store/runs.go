@@ -29,6 +29,9 @@ type Run struct {
 	Summary      []byte // the summary JSON; nil until the run has ended; only filled by GetRun
 	Notes        string
 	Tags         []string // sorted; filled by GetRun and ListRuns (empty, not nil, when none)
+	// ServerCPUMax is the target server's CPU % at its busiest (Progress.ServerCPUMax); nil when
+	// unknown.
+	ServerCPUMax *float64
 }
 
 // Progress is the running totals written with each sample and at the end of a run.
@@ -40,6 +43,9 @@ type Progress struct {
 	ErrorRate float64
 	// ThresholdsOK is set at the end of a run that had thresholds (nil otherwise).
 	ThresholdsOK *bool
+	// ServerCPUMax is set at the end of a run whose server monitor had a value (nil otherwise):
+	// the target server's CPU % at its busiest (runs.ServerCPUMax). Only FinishRun writes it.
+	ServerCPUMax *float64
 }
 
 // Sample is one second of a run.
@@ -93,6 +99,7 @@ type runRow struct {
 	PlanSpec     []byte     `gorm:"column:plan_spec"`
 	Summary      []byte     `gorm:"column:summary"`
 	Notes        string     `gorm:"column:notes"`
+	ServerCPUMax *float64   `gorm:"column:server_cpu_max"`
 }
 
 func (r runRow) run() Run {
@@ -101,6 +108,7 @@ func (r runRow) run() Run {
 		StartedAt: utc(r.StartedAt), DurationS: r.DurationS, Requests: r.Requests,
 		RPS: r.RPS, P95Ms: r.P95Ms, ErrorRate: r.ErrorRate, Error: r.Error,
 		PlanSpec: r.PlanSpec, Summary: r.Summary, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes,
+		ServerCPUMax: r.ServerCPUMax,
 	}
 	if r.EndedAt != nil {
 		t := utc(*r.EndedAt)
@@ -110,7 +118,7 @@ func (r runRow) run() Run {
 }
 
 // runListColumns leaves out plan_spec: the list never shows it.
-const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok, notes"
+const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok, notes, server_cpu_max"
 
 // CreateRun stores a new run of a plan with status "running". planSpec is the plan JSON as it
 // is now. It returns ErrNotFound if the plan does not exist.
@@ -151,9 +159,10 @@ func (s *Store) AppendSample(ctx context.Context, runID int64, smp Sample, p Pro
 }
 
 // FinishRun ends a run in one transaction: its status (finished, stopped, failed or
-// interrupted), end time, final totals and error message, and its summary JSON with its merged
-// latency histogram (replacing any earlier ones). With no summary and no histogram (a run that
-// failed before measuring anything) no summary is stored and GetRun's Summary stays nil.
+// interrupted), end time, final totals (p.ThresholdsOK and p.ServerCPUMax included) and error
+// message, and its summary JSON with its merged latency histogram (replacing any earlier ones).
+// With no summary and no histogram (a run that failed before measuring anything) no summary is
+// stored and GetRun's Summary stays nil.
 //
 // When the write fails because the disk is full, FinishRun frees the store's reserve file (see
 // ReserveBytes) and tries once more, so a run can still be marked failed on a full disk.
@@ -168,8 +177,9 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 	}
 	finish := func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
-			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ? WHERE id = ?`,
-			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK, runID)
+			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ?, server_cpu_max = ? WHERE id = ?`,
+			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK,
+			p.ServerCPUMax, runID)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -198,7 +208,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 	var rows []runRow
 	err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.plan_id, r.plan_name, r.status, r.started_at,
 			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.thresholds_ok, r.plan_spec,
-			r.notes, m.data AS summary
+			r.notes, r.server_cpu_max, m.data AS summary
 		FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
 		WHERE r.id = ?`, id).Scan(&rows).Error
 	if err != nil {

@@ -303,6 +303,7 @@ export type RunListItem = {
   outcome: string;
   notes: string;
   tags: string[];
+  server_cpu_max: number | null;
 };
 
 /** The JSON of Go's api.runDetail. */

@@ -7,7 +7,7 @@ import { RUN_OUTCOMES } from './contract.gen';
 
 export const PAGE_SIZE = 50;
 export const STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
-export const SORT_KEYS = ['started_at', 'duration_s', 'requests', 'rps', 'p95_ms', 'error_rate'] as const;
+export const SORT_KEYS = ['started_at', 'duration_s', 'requests', 'rps', 'p95_ms', 'error_rate', 'server_cpu_max'] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
 export type Order = 'asc' | 'desc';
 export type ThresholdFilter = '' | 'passed' | 'failed';

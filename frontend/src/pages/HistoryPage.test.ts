@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import HistoryPage from './HistoryPage.svelte';
+import { setLocale } from '../lib/i18n.svelte';
 
 afterEach(() => {
   vi.unstubAllGlobals();
@@ -161,5 +162,52 @@ describe('HistoryPage, filters in the URL, compare and delete', () => {
     await waitFor(() => expect(container.querySelector('[data-testid=confirm-dialog]')).toBeNull());
     const del = f.mock.calls.find((c) => (c[1] as RequestInit | undefined)?.method === 'DELETE')!;
     expect(del[0]).toBe('/api/runs/8');
+  });
+});
+
+describe('HistoryPage, server CPU max', () => {
+  function stub(items: Record<string, unknown>[]) {
+    const f = vi.fn(async (url: string) =>
+      new Response(JSON.stringify(url.startsWith('/api/plans') ? { items: [], total: 0 } : { items, total: items.length }), { status: 200 }),
+    );
+    vi.stubGlobal('fetch', f);
+    return f;
+  }
+  const headers = (c: HTMLElement) => [...c.querySelectorAll('thead th')].map((e) => e.textContent?.replace(/[▲▼↕]/g, '').trim());
+  const cells = (c: HTMLElement) =>
+    [...c.querySelectorAll('[data-testid=run-row]')].map((r) => r.querySelector('[data-testid=server-cpu-max]')?.textContent);
+
+  it('has no column when no listed run has a value', async () => {
+    stub(runs(3, 3).map((r, i) => ({ ...r, status: 'finished', server_cpu_max: i === 1 ? undefined : null })));
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(3));
+    expect(headers(container)).not.toContain('server CPU max');
+    expect(container.querySelector('[data-sort=server_cpu_max]')).toBeNull();
+    expect(cells(container)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('shows the column when a run has a value, — for the others, and sorts by it on the server', async () => {
+    const cpu = [187.25, null, 42.5];
+    stub(runs(3, 3).map((r, i) => ({ ...r, status: 'finished', server_cpu_max: cpu[i] })));
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(3));
+    expect(headers(container)).toContain('server CPU max');
+    expect(cells(container)).toEqual(['187 %', '—', '42.5 %']);
+    await fireEvent.click(container.querySelector('[data-sort=server_cpu_max]')!);
+    expect(location.hash).toBe('#/runs?sort=server_cpu_max&order=desc');
+  });
+
+  it('sorted by it: the API is asked so, and the header stays on a page without values (zh-CN)', async () => {
+    const f = stub(runs(3, 1).map((r) => ({ ...r, status: 'finished', server_cpu_max: null })));
+    setLocale('zh-CN');
+    try {
+      const { container } = render(HistoryPage, { query: new URLSearchParams('sort=server_cpu_max&order=asc') });
+      await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(1));
+      expect(f.mock.calls.map((c) => c[0])).toContain('/api/runs?sort=server_cpu_max&order=asc&limit=50');
+      expect(container.querySelector('th[aria-sort=ascending] [data-sort=server_cpu_max]')?.textContent).toContain('服务器 CPU 峰值');
+      expect(cells(container)).toEqual(['—']);
+    } finally {
+      setLocale('en');
+    }
   });
 });

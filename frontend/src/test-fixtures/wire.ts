@@ -121,6 +121,7 @@ export function run(over: Partial<Run> = {}): Run {
     outcome: '',
     notes: '',
     tags: [],
+    server_cpu_max: null,
     ...over,
   };
 }

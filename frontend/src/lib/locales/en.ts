@@ -403,6 +403,8 @@ export const en = {
   'history.col.tps': 'TPS',
   'history.col.p95': 'p95 ms',
   'history.col.errors': 'Errors',
+  'history.col.serverCpuMax': 'server CPU max',
+  'history.col.serverCpuMaxTitle': 'The target\'s CPU at its busiest, from the run\'s monitor: a process monitor\'s processes (100 % = 1 core), else a node monitor\'s host (100 % = all its cores)',
   'history.col.thresholds': 'Thresholds',
   'history.col.tags': 'Tags',
   'history.col.actions': 'Actions',

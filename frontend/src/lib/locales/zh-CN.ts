@@ -401,6 +401,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'history.col.tps': 'TPS',
   'history.col.p95': 'p95 毫秒',
   'history.col.errors': '错误率',
+  'history.col.serverCpuMax': '服务器 CPU 峰值',
+  'history.col.serverCpuMaxTitle': '来自本次运行监控的被测目标 CPU 最高值：进程监控为其进程之和（100% = 1 核），否则为节点监控的主机（100% = 全部核）',
   'history.col.thresholds': '阈值',
   'history.col.tags': '标签',
   'history.col.actions': '操作',
