@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
@@ -342,8 +344,37 @@ func appendErrText(dst []byte, err error) []byte {
 		case nil:
 			return dst
 		}
+		if d, ok := appendH2ErrText(dst, err); ok {
+			return d
+		}
 		return appendWithoutLocalPorts(dst, err.Error())
 	}
+}
+
+// appendH2ErrText appends an HTTP/2 stream reset or GOAWAY without the stream ids x/net's messages
+// carry ("stream error: stream ID 7; INTERNAL_ERROR"), which would make each reset a failure group
+// of its own: "http2 stream reset: INTERNAL_ERROR", "http2 GOAWAY: PROTOCOL_ERROR". False for any
+// other error.
+func appendH2ErrText(dst []byte, err error) ([]byte, bool) {
+	var se http2.StreamError
+	var ga http2.GoAwayError
+	switch {
+	case errors.As(err, &se):
+		dst = append(append(dst, "http2 stream reset: "...), se.Code.String()...)
+		if se.Cause != nil {
+			dst = appendWithoutLocalPorts(append(dst, " ("...), se.Cause.Error())
+			dst = append(dst, ')')
+		}
+		return dst, true
+	case errors.As(err, &ga):
+		dst = append(append(dst, "http2 GOAWAY: "...), ga.ErrCode.String()...)
+		if ga.DebugData != "" {
+			dst = appendWithoutLocalPorts(append(dst, " ("...), ga.DebugData)
+			dst = append(dst, ')')
+		}
+		return dst, true
+	}
+	return dst, false
 }
 
 // appendAddr appends a TCP address (with its port, or without it: a local address's port is

@@ -232,6 +232,10 @@ func TestH2StreamResetIsH2Error(t *testing.T) {
 	if tg.conns.Load() != 1 {
 		t.Errorf("connections %d: a stream reset dropped the connection", tg.conns.Load())
 	}
+	// Every reset is one failure group, whatever its stream id.
+	if len(sum.Failures) != 1 || sum.Failures[0].Count != n/2 || strings.Contains(sum.Failures[0].Message, "stream ID") {
+		t.Errorf("failure groups %+v, want one of %d resets", sum.Failures, n/2)
+	}
 }
 
 // keep_alive false on HTTP/2: a connection per request, as on HTTP/1.1 (the Connection header
