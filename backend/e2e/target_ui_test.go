@@ -29,7 +29,8 @@ func TestBrowserTargetPanelLiveAndInCompare(t *testing.T) {
 		"requests": []map[string]any{{"method": "GET", "url": "http://" + demo + "/"}},
 		"load":     map[string]any{"executor": "constant-vus", "vus": 2, "duration": "6s"},
 		"monitors": []map[string]any{
-			{"name": "srv", "type": "process", "url": "http://" + monAddr + "/metrics"},
+			// the scrape walks /proc, which a busy CI machine can slow past the default 800 ms
+			{"name": "srv", "type": "process", "url": "http://" + monAddr + "/metrics", "interval": "2s", "timeout": "2s"},
 			{"name": "dead", "type": "custom", "url": fmt.Sprintf("http://127.0.0.1:%d/metrics", freePort(t)), "metric": "up"},
 		},
 	}
