@@ -7,3 +7,9 @@ import _ "embed"
 //
 //go:embed demo.json
 var Demo []byte
+
+// WSEcho is a plan of WebSocket sessions against the demo target's echo (`/ws/echo`); its request
+// is README's WebSocket example.
+//
+//go:embed ws-echo.json
+var WSEcho []byte

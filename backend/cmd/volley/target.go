@@ -21,7 +21,8 @@ func targetCmd() *cobra.Command {
   /              a ~600-byte HTML page
   /delay/{ms}    the page after {ms} milliseconds
   /status/{code} an empty response with that status
-  /bytes/{n}     n bytes of body`,
+  /bytes/{n}     n bytes of body
+  /ws/echo       a WebSocket echo (ws://127.0.0.1:8090/ws/echo)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -6,6 +6,7 @@
 //	GET /delay/{ms}     the page after {ms} milliseconds (at most 60000)
 //	GET /status/{code}  an empty response with that status (100–599)
 //	GET /bytes/{n}      n bytes of body (at most 10 MiB)
+//	GET /ws/echo        a WebSocket session answering every message with itself (see [WSMaxMessage])
 package target
 
 import (
@@ -13,11 +14,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
 // Page is the static page served at "/".
@@ -35,7 +39,8 @@ body { width: 35em; margin: 0 auto; font-family: Tahoma, Verdana, Arial, sans-se
 <p>This page is served by <code>volley target</code>, a small built-in HTTP server for trying
 Volley without any other server. It listens on loopback only.</p>
 <p>Routes: <code>/</code> this page, <code>/delay/250</code> this page after 250 ms,
-<code>/status/503</code> an empty 503, <code>/bytes/1024</code> 1 KiB of body.</p>
+<code>/status/503</code> an empty 503, <code>/bytes/1024</code> 1 KiB of body,
+<code>ws://…/ws/echo</code> a WebSocket echo.</p>
 <p><em>Measure correctly, and keep what you measured.</em></p>
 </body>
 </html>
@@ -43,7 +48,48 @@ Volley without any other server. It listens on loopback only.</p>
 
 var filler = bytes.Repeat([]byte("volley "), 1<<20/7+1)
 
-// Handler answers the routes above.
+// Bounds of the WebSocket echo at /ws/echo.
+const (
+	WSMaxMessage  = 64 << 10         // bytes per message; a larger one ends the session (close 1009)
+	WSIdleTimeout = 30 * time.Second // a session sending nothing for this long is closed
+	WSMaxSessions = 1000             // sessions open at once; an upgrade beyond them is answered 503
+)
+
+// wsEcho serves /ws/echo with gorilla/websocket through fasthttpadaptor (which supports the
+// hijack). Every open session is closed when ctx ends.
+func wsEcho(ctx context.Context) fasthttp.RequestHandler {
+	slots := make(chan struct{}, WSMaxSessions)
+	up := websocket.Upgrader{HandshakeTimeout: 10 * time.Second}
+	return fasthttpadaptor.NewFastHTTPHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			http.Error(w, "too many WebSocket sessions", http.StatusServiceUnavailable)
+			return
+		}
+		c, err := up.Upgrade(w, r, nil) // a refused upgrade is answered by Upgrade
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		defer context.AfterFunc(ctx, func() { _ = c.Close() })()
+		c.SetReadLimit(WSMaxMessage)
+		for {
+			_ = c.SetReadDeadline(time.Now().Add(WSIdleTimeout))
+			mt, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			_ = c.SetWriteDeadline(time.Now().Add(WSIdleTimeout))
+			if c.WriteMessage(mt, msg) != nil {
+				return
+			}
+		}
+	}))
+}
+
+// Handler answers the routes above but /ws/echo, which [ServeListener] adds.
 func Handler(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	switch {
@@ -111,8 +157,16 @@ func Listen(addr string) (net.Listener, error) {
 // example after running out of file descriptors under a huge load), it starts serving again after
 // a pause instead of leaving a listener that never accepts.
 func ServeListener(ctx context.Context, ln net.Listener) error {
+	echo := wsEcho(ctx)
+	h := func(c *fasthttp.RequestCtx) {
+		if string(c.Path()) == "/ws/echo" {
+			echo(c)
+			return
+		}
+		Handler(c)
+	}
 	for {
-		s := &fasthttp.Server{Handler: Handler, Name: "volley-target", ReadTimeout: time.Minute,
+		s := &fasthttp.Server{Handler: h, Name: "volley-target", ReadTimeout: time.Minute,
 			IdleTimeout: 2 * time.Minute, Logger: quietLogger{}}
 		stop := context.AfterFunc(ctx, func() { _ = s.Shutdown() })
 		err := s.Serve(ln)

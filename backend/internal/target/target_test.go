@@ -6,9 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // flakyListener fails its first Accept with a permanent error, as accept does when the process is
@@ -79,5 +83,52 @@ func TestRoutes(t *testing.T) {
 	}
 	if _, err := Listen("0.0.0.0:0"); err == nil {
 		t.Error("the demo target must refuse non-loopback addresses")
+	}
+}
+
+// /ws/echo answers a message with itself and ends a session whose message exceeds WSMaxMessage
+// with close code 1009; serving ends the open sessions when its context ends.
+func TestWSEcho(t *testing.T) {
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeListener(ctx, ln) }()
+	url := "ws://" + ln.Addr().String() + "/ws/echo"
+	c, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for _, n := range []int{5, WSMaxMessage} {
+		msg := strings.Repeat("x", n)
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if mt, got, err := c.ReadMessage(); err != nil || mt != websocket.TextMessage || string(got) != msg {
+			t.Fatalf("echo of %d bytes: type %d, %d bytes, %v", n, mt, len(got), err)
+		}
+	}
+	if err := c.WriteMessage(websocket.BinaryMessage, make([]byte, WSMaxMessage+1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Fatalf("after a message over the limit: %v; want close 1009", err)
+	}
+	open, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	cancel()
+	_ = open.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := open.ReadMessage(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an open session after serving ended: %v; want it closed", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }
