@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/volley-load/volley/examples"
 	"github.com/volley-load/volley/backend/internal/target"
+	"github.com/volley-load/volley/examples"
 )
 
 // README's WebSocket example is the request of examples/ws-echo.json, and that plan runs against
