@@ -135,6 +135,11 @@ type reqSpec struct {
 	planCookie             []byte  // the plan's own static Cookie header value
 	cookieT                tmpl    // the plan's Cookie header, when templated
 	ws                     *wsSpec // a WebSocket step's session (ws.go); nil for HTTP
+
+	// an https:// request's Proxy-Authorization (static, or templated), sent on the CONNECT of
+	// a tunnel through http.proxy, never through it (proxy.go: proxyAuthSetup)
+	proxyAuth  []byte
+	proxyAuthT tmpl
 }
 
 type hdrTmpl struct {
@@ -204,6 +209,9 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	for i := range e.reqs {
 		if e.reqs[i].urlT == nil {
 			e.reqs[i].r.URL = browserURL(e.reqs[i].r.URL) // url.go
+		}
+		if p.HTTP.Proxy != "" {
+			e.reqs[i].proxyAuthSetup() // proxy.go
 		}
 		e.reqs[i].sessionSetup(p.HTTP.AcceptEncoding())
 		e.reqs[i].serialize(p.HTTP.KeepAliveOn())

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/valyala/fasthttp"
 
@@ -20,10 +23,13 @@ import (
 // With http.proxy set, every connection a VU makes goes to the proxy:
 //
 //   - for an https:// target the VU opens a tunnel (CONNECT host:port, RFC 9110 §9.3.6; a 2xx
-//     answer opens it, any other is an error of kind other, "proxy refused CONNECT …") and makes
-//     its TLS handshake with the target through it, SNI and certificate checks as without a proxy;
+//     answer opens it, any other is an error of kind other, "proxy refused CONNECT …", and so is
+//     a 2xx followed by bytes before the VU's TLS handshake, which only the target may answer)
+//     and makes its TLS handshake with the target through it, SNI and certificate checks as
+//     without a proxy. The request's Proxy-Authorization header, if any, goes on the CONNECT
+//     and never through the tunnel to the target (proxyAuthSetup);
 //   - for an http:// target it sends each request in absolute form (GET http://host:port/path,
-//     RFC 9112 §3.2.2) on its keep-alive connection to the proxy.
+//     RFC 9112 §3.2.2) on its keep-alive connection to the proxy, Proxy-Authorization included.
 //
 // host:port is the address the VU would have dialled (the URL's, or its http.hosts mapping). The
 // target policy judges both ends: the proxy's address as any dial (name before resolution, every
@@ -43,7 +49,15 @@ func (h *httpConn) proxyDial() (net.Conn, error) {
 		return c, err
 	}
 	// CONNECT, read through the connection's own reader (its buffer is made here if need be)
-	req := "CONNECT " + h.addr + " HTTP/1.1\r\nHost: " + h.addr + "\r\n\r\n"
+	req := "CONNECT " + h.addr + " HTTP/1.1\r\nHost: " + h.addr + "\r\n"
+	if auth := v.proxyAuth; len(auth) > 0 {
+		if bytes.ContainsAny(auth, "\r\n") {
+			_ = c.Close()
+			return nil, errors.New("proxy CONNECT: the Proxy-Authorization value holds a line break")
+		}
+		req += "Proxy-Authorization: " + string(auth) + "\r\n"
+	}
+	req += "\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {
 		_ = c.Close()
 		return nil, err
@@ -54,11 +68,42 @@ func (h *httpConn) proxyDial() (net.Conn, error) {
 		_ = c.Close()
 		return nil, fmt.Errorf("proxy CONNECT %s: %w", h.addr, err)
 	}
-	if hdr.StatusCode()/100 != 2 || br.Buffered() > 0 {
+	if hdr.StatusCode()/100 != 2 {
 		_ = c.Close()
 		return nil, &proxyRefused{addr: h.addr, status: hdr.StatusCode()}
 	}
+	if n := br.Buffered(); n > 0 {
+		// a 2xx to CONNECT has no body (RFC 9110 §9.3.6): these bytes came before the VU's TLS
+		// ClientHello, so they are not the target's answer either
+		_ = c.Close()
+		return nil, fmt.Errorf("proxy CONNECT %s: HTTP %d followed by %d bytes before the TLS handshake (a 2xx to CONNECT has no body)", h.addr, hdr.StatusCode(), n)
+	}
 	return c, nil
+}
+
+// proxyAuthSetup moves an https:// request's Proxy-Authorization header (any case, static or
+// templated) out of the request into s.proxyAuth or s.proxyAuthT: it goes on the CONNECT of the
+// VU's tunnel (proxyDial) and is never sent through the tunnel to the target. An http://
+// request keeps it: its absolute-form requests go to the proxy itself.
+func (s *reqSpec) proxyAuthSetup() {
+	if !s.tls {
+		return
+	}
+	for k, val := range s.r.Headers {
+		if equalFold(k, "Proxy-Authorization") {
+			s.r.Headers = maps.Clone(s.r.Headers) // the plan's map stays as it is
+			delete(s.r.Headers, k)
+			s.proxyAuth = []byte(val)
+			break
+		}
+	}
+	s.hdrT = slices.DeleteFunc(s.hdrT, func(h hdrTmpl) bool {
+		if equalFold(h.name, "Proxy-Authorization") {
+			s.proxyAuth, s.proxyAuthT = nil, h.t
+			return true
+		}
+		return false
+	})
 }
 
 // proxyRefused is a CONNECT the proxy did not grant (error kind other).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ type testProxy struct {
 	forwards atomic.Int64
 	mu       sync.Mutex
 	targets  []string // request targets as received (absolute form, or CONNECT's authority)
+	auths    []string // the Proxy-Authorization of each request or CONNECT, "" for none
 }
 
 func newTestProxy(t *testing.T) *testProxy {
@@ -32,6 +34,7 @@ func newTestProxy(t *testing.T) *testProxy {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.targets = append(p.targets, r.RequestURI)
+		p.auths = append(p.auths, r.Header.Get("Proxy-Authorization"))
 		p.mu.Unlock()
 		if r.Method == http.MethodConnect {
 			p.connects.Add(1)
@@ -161,5 +164,89 @@ func TestProxyTargetPolicy(t *testing.T) {
 	}
 	if n := px.forwards.Load() + px.connects.Load(); n != 0 || tg.Requests() != 0 {
 		t.Errorf("the proxy was asked %d times, the target %d; want 0", n, tg.Requests())
+	}
+}
+
+// A plan's Proxy-Authorization header (static or templated) is the proxy's: on an https://
+// target it goes on each tunnel's CONNECT and never through the tunnel to the target; on an
+// http:// target it goes with every absolute-form request to the proxy.
+func TestProxyAuthorizationIsTheProxys(t *testing.T) {
+	for _, c := range []struct{ name, value, want string }{
+		{"static", "Basic cHg6cHc=", "Basic cHg6cHc="},
+		{"templated", "Basic v{{vu}}", "Basic v"},
+	} {
+		hdr := `"headers":{"proxy-authorization":"` + c.value + `"}`
+		t.Run("https "+c.name, func(t *testing.T) {
+			px := newTestProxy(t)
+			var served, leaked atomic.Int64
+			tg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				served.Add(1)
+				if r.Header.Get("Proxy-Authorization") != "" {
+					leaked.Add(1)
+				}
+			}))
+			t.Cleanup(tg.Close)
+			sum, _ := run(t, mustPlan(t, h1Plan(t, tg.URL+"/s", 2, 3, hdr, `"proxy":"http://`+px.addr+`","insecure_skip_verify":true`)))
+			if sum.Successes != 6 || served.Load() != 6 || leaked.Load() != 0 || px.connects.Load() != 2 {
+				t.Errorf("%d successes (errors %v); target served %d, %d of them with Proxy-Authorization; %d tunnels; want 6, 6, 0, 2",
+					sum.Successes, sum.ErrorKinds, served.Load(), leaked.Load(), px.connects.Load())
+			}
+			px.mu.Lock()
+			defer px.mu.Unlock()
+			for _, a := range px.auths {
+				if !strings.HasPrefix(a, c.want) || strings.Contains(a, "{{") {
+					t.Errorf("CONNECT carried Proxy-Authorization %q; want %q…", a, c.want)
+				}
+			}
+		})
+		t.Run("http "+c.name, func(t *testing.T) {
+			px := newTestProxy(t)
+			tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+			sum, _ := run(t, mustPlan(t, h1Plan(t, tg.URL+"/p", 2, 3, hdr, `"proxy":"http://`+px.addr+`"`)))
+			if sum.Successes != 6 || px.forwards.Load() != 6 {
+				t.Errorf("%d successes (errors %v), %d forwarded; want 6", sum.Successes, sum.ErrorKinds, px.forwards.Load())
+			}
+			px.mu.Lock()
+			defer px.mu.Unlock()
+			for _, a := range px.auths {
+				if !strings.HasPrefix(a, c.want) || strings.Contains(a, "{{") {
+					t.Errorf("a proxied request carried Proxy-Authorization %q; want %q…", a, c.want)
+				}
+			}
+		})
+	}
+}
+
+// A proxy answering CONNECT with 200 and then a body (bytes before the VU's TLS handshake) is an
+// error saying so, not "proxy refused CONNECT … HTTP 200"; nothing reaches the target.
+func TestProxyConnect200WithBody(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil || r.Method != http.MethodConnect {
+					return
+				}
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+				_, _ = io.Copy(io.Discard, c) // until the VU closes
+			}()
+		}
+	}()
+	sum, _ := run(t, mustPlan(t, h1Plan(t, "https://127.0.0.1:1/", 1, 2, "", `"proxy":"http://`+ln.Addr().String()+`"`)))
+	if sum.Requests != 2 || sum.ErrorKinds["other"] != 2 || len(sum.Failures) != 1 {
+		t.Fatalf("%d requests, errors %v, failures %+v; want 2 of kind other in one group", sum.Requests, sum.ErrorKinds, sum.Failures)
+	}
+	if m := sum.Failures[0].Message; strings.Contains(m, "refused") || !strings.Contains(m, "HTTP 200 followed by 5 bytes") {
+		t.Errorf("message %q; want the 200 followed by 5 bytes", m)
 	}
 }

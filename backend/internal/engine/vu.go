@@ -28,6 +28,7 @@ type vuReq struct {
 	client *httpConn
 	name   *metrics.NameBlock // nil when the plan has one request name
 	buf    []byte             // render buffer for templated parts
+	auth   []byte             // render buffer for a templated reqSpec.proxyAuthT
 
 	phases *metrics.PhaseHists // where the request's phases go: its name's, or the shard's (one name)
 }
@@ -42,6 +43,9 @@ type vu struct {
 	shard   *metrics.Shard
 	reqs    []vuReq
 	clients []*httpConn // one per address the VU has talked to (client.go)
+	// proxyAuth is the Proxy-Authorization of the request being sent, for the CONNECT of a
+	// tunnel it opens (proxy.go); nil when it has none.
+	proxyAuth []byte
 
 	// The first request spec and connection live in the VU itself (most plans have one of each):
 	// fewer allocations per VU at start.
@@ -336,6 +340,11 @@ func (v *vu) prepare(r *vuReq) {
 	if s.bodyT != nil {
 		r.buf = s.bodyT.render(r.buf[:0], v)
 		r.req.SetBody(r.buf)
+	}
+	v.proxyAuth = s.proxyAuth
+	if s.proxyAuthT != nil {
+		r.auth = s.proxyAuthT.render(r.auth[:0], v)
+		v.proxyAuth = r.auth
 	}
 }
 
