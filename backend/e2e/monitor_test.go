@@ -218,7 +218,7 @@ func TestMonitorsAgainstNginx(t *testing.T) {
 			t.Errorf("sweep_limited_by %q, want target (nginx pinned to one core)", sum.LimitedBy)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^target +web cpu_percent `+name).MatchString(stdout) || !strings.Contains(stdout, "server CPU") {
+	if !regexp.MustCompile(`(?m)^  web cpu_percent `+name).MatchString(stdout) || !strings.Contains(stdout, "server CPU") {
 		t.Errorf("the summary lacks the target lines or the server columns")
 	}
 }

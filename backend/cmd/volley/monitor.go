@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,12 +37,17 @@ processes of that name and all their descendants summed:
   volley_process_resident_memory_bytes{process}   resident memory (RSS)
   volley_process_count{process}                   processes counted
 A plan's "process" monitor reads it. It listens on loopback unless --token (or the environment
-variable VOLLEY_MONITOR_TOKEN) is set: a non-loopback address requires one, and then every request
-must carry "Authorization: Bearer <token>".`,
+variable VOLLEY_MONITOR_TOKEN) is set: a non-loopback address requires one (at least 16
+characters), and then every request must carry "Authorization: Bearer <token>". Without a token
+only requests whose Host is a loopback name or address are answered (others: 421), so that a web
+page cannot read it through a DNS name rebound to 127.0.0.1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(names) == 0 {
 				return usageError{errors.New("--process needs at least one process name")}
+			}
+			if token != "" && len(token) < minMonitorToken {
+				return usageError{fmt.Errorf("--token has %d characters; give at least %d (e.g. from `openssl rand -hex 16`): it is all that keeps the metrics beyond this host, and a short one can be guessed", len(token), minMonitorToken)}
 			}
 			if !loopbackAddr(listen) && token == "" {
 				return usageError{fmt.Errorf("%s is not a loopback address: give --token (or VOLLEY_MONITOR_TOKEN) to serve beyond this host", listen)}
@@ -62,18 +68,34 @@ must carry "Authorization: Bearer <token>".`,
 	return c
 }
 
+// minMonitorToken is the shortest --token accepted, in bytes.
+const minMonitorToken = 16
+
 // loopbackAddr reports whether a listen address binds loopback only ("127.0.0.1:9256",
 // "[::1]:9256", "localhost:9256"); an empty or wildcard host is not.
 func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
+	return err == nil && loopbackHost(host)
+}
+
+// loopbackHost reports whether a host (no port, no brackets) is "localhost" or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHostHeader reports whether a request's Host ("127.0.0.1:9256", "[::1]", "localhost")
+// names this host by a loopback name or address.
+func loopbackHostHeader(h string) bool {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	} else {
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	}
+	return loopbackHost(h)
 }
 
 // serveMonitor serves /metrics on ln until ctx ends.
@@ -83,7 +105,15 @@ func serveMonitor(ctx context.Context, ln net.Listener, names []string, token st
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 5 * time.Second})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	var handler http.Handler = mux
+	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Without a token the listener is on loopback: a Host of another name is a browser led
+		// here by a rebound DNS name.
+		if !loopbackHostHeader(r.Host) {
+			http.Error(w, "Host "+strconv.Quote(r.Host)+" is not a loopback name or address", http.StatusMisdirectedRequest)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 	if token != "" {
 		want := []byte("Bearer " + token)
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,68 @@ func TestLoopbackAddr(t *testing.T) {
 	}
 }
 
+func TestLoopbackHostHeader(t *testing.T) {
+	for h, want := range map[string]bool{"127.0.0.1:9256": true, "[::1]:9256": true, "[::1]": true, "localhost": true, "LOCALHOST.:80": true, "127.0.0.1": true,
+		"": false, "evil.example:9256": false, "localhost.evil.example": false, "10.0.0.1": false, "0.0.0.0:9256": false} {
+		if got := loopbackHostHeader(h); got != want {
+			t.Errorf("%q: %v", h, got)
+		}
+	}
+}
+
+// TestMonitorRefusesShortToken: a --token under 16 characters is a usage error that says why.
+func TestMonitorRefusesShortToken(t *testing.T) {
+	c := monitorCmd()
+	c.SetArgs([]string{"--process", "x", "--token", "s3cret", "--listen", "127.0.0.1:0"})
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	err := c.Execute()
+	if err == nil || !strings.Contains(err.Error(), "at least 16") || !strings.Contains(err.Error(), "guessed") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// TestMonitorLoopbackHostGuard: without a token only requests naming a loopback host are answered
+// (DNS rebinding), a token-served monitor answers whatever the Host.
+func TestMonitorLoopbackHostGuard(t *testing.T) {
+	for _, token := range []string{"", "0123456789abcdef"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serveMonitor(ctx, ln, []string{"vmon-none"}, token) }()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		for host, ok := range map[string]bool{"": true, "localhost:" + port: true, "[::1]:" + port: true, "rebound.example:" + port: token != "", "192.0.2.1": token != ""} {
+			req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/metrics", nil)
+			if host != "" {
+				req.Host = host
+			}
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusOK
+			if !ok {
+				want = http.StatusMisdirectedRequest
+			}
+			if resp.StatusCode != want || (ok && !strings.Contains(string(body), monitor.ProcessCount)) {
+				t.Errorf("token %q, Host %q: %d %q, want %d", token, host, resp.StatusCode, body, want)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // metricValue finds one sample line's value in a text exposition.
 func metricValue(t *testing.T, text, series string) float64 {
 	t.Helper()

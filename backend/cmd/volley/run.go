@@ -262,9 +262,12 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		fmt.Fprintf(tw, "decoded bodies\t%s\n", mib(uint64(s.BodyBytesDecoded)))
 	}
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
-	printTarget(tw, s)
+	apart := printTarget(tw, s)
 	if len(s.Sweep) > 0 {
-		fmt.Fprintf(tw, "\ncapacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS%s\t\n", serverHead(s))
+		if !apart {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "capacity\tVUs\tTPS\tp50 ms\tp90 ms\tp99 ms\terrors\tclient CPU\tclient RSS%s\t\n", serverHead(s))
 		knee := 0
 		for _, r := range s.Sweep {
 			mark := ""

@@ -8,9 +8,15 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
-// printTarget prints the run's monitors in the summary: one "target" line per series but the
-// per-core CPU ones, then each monitor error once.
-func printTarget(w io.Writer, s *metrics.Summary) {
+// printTarget prints the run's monitors in the summary as a table of their own, set apart by
+// blank lines so that its long series names do not widen the summary's columns (an empty line
+// ends tabwriter's column blocks): one line per series but the per-core CPU ones, then each
+// monitor error once. It reports whether it printed anything (the block then ends with a blank line).
+func printTarget(w io.Writer, s *metrics.Summary) bool {
+	if len(s.Target) == 0 && len(s.MonitorErrors) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "\ntarget\tavg\tmax\n")
 	for _, t := range s.Target {
 		if t.Type == "node" && t.Metric == "cpu_percent" && t.Label != "" {
 			continue // per core: in the samples and the UI
@@ -19,12 +25,14 @@ func printTarget(w io.Writer, s *metrics.Summary) {
 		if t.Label != "" {
 			name += " " + t.Label
 		}
-		fmt.Fprintf(w, "target\t%s\tavg %s\tmax %s\t(%d s, %d gaps)\n", printable(name), targetValue(t.Avg, t.Unit), targetValue(t.Max, t.Unit), t.Seconds, t.Gaps)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t(%d s, %d gaps)\n", printable(name), targetValue(t.Avg, t.Unit), targetValue(t.Max, t.Unit), t.Seconds, t.Gaps)
 	}
 	for _, e := range s.MonitorErrors {
 		// the message may quote a hostile endpoint's bytes: no terminal control sequences
-		fmt.Fprintf(w, "monitor error\t%s: %s\t(%d s)\n", printable(e.Monitor), printable(e.Message), e.Seconds)
+		fmt.Fprintf(w, "  %s\terror: %s (%d s)\n", printable(e.Monitor), printable(e.Message), e.Seconds)
 	}
+	fmt.Fprintln(w)
+	return true
 }
 
 func targetValue(v float64, unit string) string {

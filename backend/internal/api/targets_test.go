@@ -44,9 +44,12 @@ func TestTargetPolicyAtValidation(t *testing.T) {
 		{"http://255.255.255.255/", "", "requests[0].url", "broadcast"},
 		{"http://svc.test/", `"svc.test":"127.0.0.1:9000, 169.254.169.254:80"`, "http.hosts", `"svc.test" → 169.254.169.254 is denied`},
 		{"http://svc.test/", `"svc.test":"[fd00:ec2::254]"`, "http.hosts", "cloud metadata"},
+		{"http://127.0.0.1:9/", `proxy:http://169.254.169.254:3128`, "http.proxy", "169.254.169.254 is denied by the server's target policy (link-local / cloud metadata)"},
 	} {
 		hosts := ""
-		if c.hosts != "" {
+		if proxy, ok := strings.CutPrefix(c.hosts, "proxy:"); ok {
+			hosts = `,"proxy":"` + proxy + `"`
+		} else if c.hosts != "" {
 			hosts = `,"hosts":{` + c.hosts + `}`
 		}
 		body := `{"name":"p","requests":[{"url":"` + c.url + `"}],"load":{"vus":1,"duration":"1s"},"http":{"timeout":"1s"` + hosts + `}}`

@@ -89,10 +89,10 @@ func (p *Plan) validateMonitors(v *ValidationError) {
 			v.add(f+"url", msg)
 		}
 		if m.Interval.D() < MinMonitorInterval || m.Interval.D() > MaxMonitorInterval {
-			v.add(f+"interval", fmt.Sprintf("must be %v–%v (default 1s)", MinMonitorInterval, MaxMonitorInterval))
+			v.add(f+"interval", monitorRange["interval"])
 		}
 		if m.Timeout.D() < MinMonitorTimeout || m.Timeout > m.Interval {
-			v.add(f+"timeout", fmt.Sprintf("must be %v up to the interval (default 800ms)", MinMonitorTimeout))
+			v.add(f+"timeout", monitorRange["timeout"])
 		}
 		if m.Type == MonitorCustom {
 			if !metricName.MatchString(m.Metric) {
@@ -109,14 +109,45 @@ func (p *Plan) validateMonitors(v *ValidationError) {
 	}
 }
 
-// checkMonitorURL accepts an absolute http(s) URL with a host and no credentials.
+// monitorRange is the problem of a monitor's interval or timeout out of its bounds.
+var monitorRange = map[string]string{
+	"interval": fmt.Sprintf("must be %v–%v (leave it out for the default 1s)", MinMonitorInterval, MaxMonitorInterval),
+	"timeout":  fmt.Sprintf("must be %v up to the interval (leave it out for the default 800ms)", MinMonitorTimeout),
+}
+
+// checkMonitorDurations reports, on the decoded JSON before its shape is checked, a monitor
+// interval or timeout that is zero (which would otherwise read as "not given" and silently take
+// the default) or too long for a duration, with the monitor's bounds; it removes those keys so
+// that they are reported once.
+func checkMonitorDurations(raw map[string]any, v *ValidationError) {
+	list, _ := raw["monitors"].([]any)
+	for i, m := range list {
+		obj, ok := m.(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range []string{"interval", "timeout"} {
+			s, ok := obj[k].(string)
+			if !ok {
+				continue
+			}
+			if d, err := time.ParseDuration(s); (err == nil && d == 0) || durationOverflows(s) {
+				v.add("monitors["+strconv.Itoa(i)+"]."+k, fmt.Sprintf("%q: %s", s, monitorRange[k]))
+				delete(obj, k)
+			}
+		}
+	}
+}
+
+// checkMonitorURL accepts an absolute http(s) URL with a host, a port 1–65535 (parseURL, as
+// request URLs) and no credentials.
 func checkMonitorURL(raw string) string {
 	if raw == "" {
 		return "is required"
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "must be an http:// or https:// URL such as http://127.0.0.1:9100/metrics"
+	u, err := parseURL(raw)
+	if err != nil {
+		return err.Error()
 	}
 	if u.User != nil {
 		return "must not hold credentials"

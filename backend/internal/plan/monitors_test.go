@@ -42,3 +42,38 @@ func TestMonitors(t *testing.T) {
 		t.Errorf("CheckTargets: %v", err)
 	}
 }
+
+// A monitor's interval or timeout of 0, or too long to be a duration, and a port out of range are
+// named with the monitor's bounds, as request URLs are.
+func TestMonitorRanges(t *testing.T) {
+	const head = `{"name":"m","requests":[{"url":"http://127.0.0.1:8080/"}],"load":{"vus":1,"duration":"1s"},`
+	_, err := Parse([]byte(head + `"monitors":[{"type":"node","url":"http://127.0.0.1:99999/metrics","interval":"9999999h","timeout":"0s"},
+		{"type":"node","url":"http://127.0.0.1:9100/metrics","interval":"0","timeout":"99999999999999999ms"}]}`))
+	var v *ValidationError
+	if !errors.As(err, &v) {
+		t.Fatalf("%v", err)
+	}
+	want := map[string]string{
+		"monitors[0].url":      `port "99999" is out of range`,
+		"monitors[0].interval": `"9999999h": must be 500ms–1m0s (leave it out for the default 1s)`,
+		"monitors[0].timeout":  `"0s": must be 10ms up to the interval`,
+		"monitors[1].interval": `"0": must be 500ms–1m0s`,
+		"monitors[1].timeout":  `"99999999999999999ms": must be 10ms up to the interval`,
+	}
+	for f, msg := range want {
+		if got := v.Fields[f]; !strings.HasPrefix(got, msg) || strings.Contains(got, "not a duration") || strings.Contains(got, ";") {
+			t.Errorf("%s: %q, want it to start with %q (once)", f, got, msg)
+		}
+	}
+	if len(v.Fields) != len(want) {
+		t.Errorf("fields %v, want only %v", v.Fields, want)
+	}
+	// Elsewhere a duration too long is out of range too, not "not a duration".
+	_, err = Parse([]byte(`{"name":"m","requests":[{"url":"http://127.0.0.1:8080/"}],"load":{"vus":1,"duration":"9999999h"}}`))
+	if !errors.As(err, &v) || !strings.Contains(v.Fields["load.duration"], "out of range") {
+		t.Errorf("load.duration: %v", err)
+	}
+	if durationOverflows("1h") || durationOverflows("abc") || !durationOverflows("-9999999h") {
+		t.Error("durationOverflows")
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -198,11 +199,27 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	v, err := time.ParseDuration(s)
+	if err != nil && durationOverflows(s) {
+		return fmt.Errorf("%q is out of range (a duration is at most about 2562047h)", s)
+	}
 	if err != nil {
 		return fmt.Errorf("%q is not a duration (use forms like \"500ms\", \"30s\", \"2m\")", s)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// durationSyntax is the syntax time.ParseDuration reads (a sign, then numbers with units).
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// durationOverflows reports whether s is written as a duration but time.ParseDuration refuses it:
+// it is beyond ±2562047h47m (time.Duration's int64 nanoseconds).
+func durationOverflows(s string) bool {
+	if !durationSyntax.MatchString(s) {
+		return false
+	}
+	_, err := time.ParseDuration(s)
+	return err != nil
 }
 
 // ValidationError lists every problem of a plan, keyed by field path.
@@ -263,6 +280,7 @@ func Parse(data []byte) (*Plan, error) {
 		verr.add("", "a plan must be a JSON object")
 		return nil, verr
 	}
+	checkMonitorDurations(raw.(map[string]any), verr)
 	checkShape(raw, planShape, "", verr)
 	if h, ok := raw.(map[string]any)["http"].(map[string]any); ok {
 		if s, ok := h["timeout"].(string); ok {

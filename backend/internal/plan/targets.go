@@ -16,7 +16,8 @@ type TargetJudge interface {
 }
 
 // CheckTargets checks what a plan spells literally against the server's target policy: each
-// request URL's host (unless it is templated) and every http.hosts value. Parse and Validate
+// request URL's host (unless it is templated), every http.hosts value, the http.proxy host and
+// each monitor URL's host. Parse and Validate
 // never do this — the policy is the server's, not the plan's — so the callers that run or store
 // plans apply it (the API's plan create, update and run start; `volley run`). Hosts that a plan
 // cannot spell in advance (redirect targets, names resolving to denied addresses) are refused
@@ -49,6 +50,14 @@ func CheckTargets(p *Plan, j TargetJudge) error {
 			}
 			if err := j.CheckHost(addr); err != nil {
 				v.add("http.hosts", fmt.Sprintf("%q → %v", name, err))
+			}
+		}
+	}
+	if p.HTTP.Proxy != "" {
+		// Every connection of the run goes to the proxy: judged like a request URL's host.
+		if addr, err := ProxyAddr(p.HTTP.Proxy); err == nil {
+			if err := j.CheckHost(addr); err != nil {
+				v.add("http.proxy", err.Error())
 			}
 		}
 	}

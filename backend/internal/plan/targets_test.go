@@ -41,6 +41,16 @@ func TestCheckTargets(t *testing.T) {
 	if got := strings.Join(j.seen, ","); got != want {
 		t.Errorf("checked %s, want %s", got, want)
 	}
+	// The proxy's host is judged like a request URL's; an allowed one adds no problem.
+	p.HTTP.Proxy = "http://bad.proxy.test:3128"
+	if err := CheckTargets(p, &judge{}); !errors.As(err, &ve) || ve.Fields["http.proxy"] != "bad.proxy.test:3128 is denied" {
+		t.Errorf("denied proxy: %v", err)
+	}
+	p.HTTP.Proxy = "http://127.0.0.1:3128"
+	j = &judge{}
+	if err := CheckTargets(p, j); !errors.As(err, &ve) || ve.Fields["http.proxy"] != "" || !strings.Contains(strings.Join(j.seen, ","), ",127.0.0.1:3128") {
+		t.Errorf("allowed proxy: %v, checked %v", err, j.seen)
+	}
 	if CheckTargets(p, nil) != nil {
 		t.Error("a nil judge denies")
 	}

@@ -186,6 +186,80 @@ export interface ThresholdOpt {
   extra: Record<string, unknown>;
 }
 
+/** The monitor types (plan.MonitorTypes): node_exporter, `volley monitor`, one metric of any exporter. */
+export const MONITOR_TYPES = ['node', 'process', 'custom'] as const;
+
+/** One monitor of the plan (plan.monitors[i]); metric and labels are sent for custom monitors only. */
+export interface MonitorRow {
+  name: string;
+  type: string;
+  url: string;
+  /** Go durations as text; '' = left out (the server's default). */
+  interval: string;
+  timeout: string;
+  metric: string;
+  /** The label matchers as "k=v,k=v". */
+  labels: string;
+  /** Monitor keys the row does not edit, sent back as they were. */
+  extra: Record<string, unknown>;
+}
+
+export function emptyMonitor(): MonitorRow {
+  return { name: '', type: 'node', url: 'http://127.0.0.1:9100/metrics', interval: '', timeout: '', metric: '', labels: '', extra: {} };
+}
+
+const MONITOR_KEYS = ['name', 'type', 'url', 'interval', 'timeout', 'metric', 'labels'];
+
+/** labelsText writes a monitor's labels as "k=v,k=v" (in the object's order). */
+export function labelsText(labels: unknown): string {
+  return isObject(labels) ? Object.entries(labels).map(([k, v]) => `${k}=${str(v)}`).join(',') : '';
+}
+
+/**
+ * parseLabels reads "k=v,k=v" into an object; a piece without "=" continues the previous value
+ * (a value may hold commas: "path=/a,b" → {path: "/a,b"}), or is a label with an empty value when
+ * it comes first. Keys and values are trimmed, blank pieces skipped; undefined when there is nothing.
+ */
+export function parseLabels(text: string): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  let last = '';
+  for (const piece of text.split(',')) {
+    const eq = piece.indexOf('=');
+    if (piece.trim() === '') continue;
+    if (eq < 0 && last !== '') {
+      out[last] += `,${piece}`;
+      continue;
+    }
+    const k = (eq < 0 ? piece : piece.slice(0, eq)).trim();
+    if (k === '') continue;
+    out[k] = eq < 0 ? '' : piece.slice(eq + 1).trim();
+    last = k;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function monitorToRow(m: unknown): MonitorRow {
+  const o = isObject(m) ? m : {};
+  const extra = omit(o, MONITOR_KEYS);
+  // Labels the row cannot show (not an object) are kept as they were.
+  if (o.labels !== undefined && !isObject(o.labels)) extra.labels = o.labels;
+  return { name: str(o.name), type: str(o.type), url: str(o.url), interval: str(o.interval), timeout: str(o.timeout), metric: str(o.metric), labels: labelsText(o.labels), extra };
+}
+
+function rowToMonitor(r: MonitorRow): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  setIf(out, 'name', r.name.trim());
+  out.type = r.type;
+  out.url = r.url.trim();
+  setIf(out, 'interval', r.interval.trim());
+  setIf(out, 'timeout', r.timeout.trim());
+  if (r.type === 'custom') {
+    setIf(out, 'metric', r.metric.trim());
+    setIf(out, 'labels', parseLabels(r.labels));
+  }
+  return withExtra(out, r.extra);
+}
+
 export interface RequestForm {
   name: string;
   method: string;
@@ -255,6 +329,8 @@ export interface PlanForm {
   thresholds: string;
   /** Options of each non-blank threshold line, by index (missing = plain). */
   thresholdOpts: ThresholdOpt[];
+  /** The plan's monitors (Prometheus endpoints scraped during the run). */
+  monitors: MonitorRow[];
   /** Load fields of the loaded plan (sent back as they were when its executor is unknown to the form). */
   loadedLoad: Record<string, unknown>;
   /** HTTP keys the loaded plan had: sent back even when they hold the default. */
@@ -340,6 +416,7 @@ export function emptyForm(): PlanForm {
     proxy: '',
     thresholds: '',
     thresholdOpts: [],
+    monitors: [],
     loadedLoad: {},
     loadedHttpKeys: [],
     extraLoad: {},
@@ -426,11 +503,13 @@ export function planToForm(spec: Loose<PlanSpec>): PlanForm {
         ? { request: str(t.request), abortOnFail: t.abort_on_fail === true, extra: omit(t, ['expr', 'request', 'abort_on_fail']) }
         : plainThreshold(),
     ),
+    monitors: Array.isArray(spec.monitors) ? (spec.monitors as unknown[]).map(monitorToRow) : [],
     loadedLoad: pick(load, LOAD_FIELDS),
     loadedHttpKeys: Object.keys(http).filter((k) => HTTP_KEYS.includes(k)),
     extraLoad: omit(load, LOAD_KEYS),
     extraHttp: omit(http, HTTP_KEYS),
-    extraPlan: omit(spec, ['name', 'requests', 'flow', 'think_time', 'data', 'load', 'http', 'thresholds']),
+    // monitors that are not a list stay as they were.
+    extraPlan: omit(spec, ['name', 'requests', 'flow', 'think_time', 'data', 'load', 'http', 'thresholds', ...(Array.isArray(spec.monitors) ? ['monitors'] : [])]),
   };
 }
 
@@ -912,6 +991,7 @@ export function formToPlan(form: PlanForm): FormPlan {
   out.http = http;
   // The server takes strings and objects; types.ts's PlanSpec (shared) still declares string[].
   out.thresholds = thresholdEntries(form);
+  if (form.monitors.length > 0) out.monitors = form.monitors.map(rowToMonitor);
   return withExtra(out, form.extraPlan) as FormPlan;
 }
 
@@ -967,6 +1047,12 @@ export function formSlots(form: PlanForm): string[] {
     'thresholds',
   );
   thresholdLines(form.thresholds).forEach((_, i) => slots.push(`thresholds[${i}].request`, `thresholds[${i}].abort_on_fail`));
+  slots.push('monitors');
+  form.monitors.forEach((m, i) => {
+    const q = `monitors[${i}]`;
+    slots.push(q, `${q}.name`, `${q}.type`, `${q}.url`, `${q}.interval`, `${q}.timeout`);
+    if (m.type === 'custom') slots.push(`${q}.metric`, `${q}.labels`);
+  });
   return slots;
 }
 

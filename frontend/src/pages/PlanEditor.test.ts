@@ -76,6 +76,33 @@ describe('PlanEditor', () => {
     expect(location.hash).toBe('');
   });
 
+  it('adds, edits and removes monitors, sends them and shows their errors by path', async () => {
+    const f = mockFetch(() => ({
+      status: 400,
+      body: { error: { code: 'invalid_plan', message: 'the plan has 2 problems', fields: { 'monitors[1].url': 'must be an http:// or https:// URL', 'monitors[1].metric': 'needs a metric' } } },
+    }));
+    const { container } = render(PlanEditor);
+    await fireEvent.input(screen.getByLabelText('Name'), { target: { value: 'm' } });
+    for (let k = 0; k < 3; k++) await fireEvent.click(container.querySelector('[data-testid=add-monitor]')!);
+    await fireEvent.click(container.querySelector('[aria-label="remove monitor 1"]')!);
+    expect(container.querySelectorAll('[data-testid^=monitor-]')).toHaveLength(2);
+    expect(container.querySelector('#mon-1-metric')).toBeNull();
+    await fireEvent.change(container.querySelector('#mon-1-type')!, { target: { value: 'custom' } });
+    await fireEvent.input(container.querySelector('#mon-1-url')!, { target: { value: 'ftp://x' } });
+    await fireEvent.input(container.querySelector('#mon-1-labels')!, { target: { value: 'job=nginx' } });
+    await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
+
+    await waitFor(() => expect(container.querySelector('[data-field-error="monitors[1].url"]')).not.toBeNull());
+    expect(container.querySelector('#mon-1-url')!.closest('.field')!.querySelector('[data-field-error="monitors[1].url"]')).not.toBeNull();
+    expect(container.querySelector('#mon-1-metric')!.closest('.field')!.querySelector('[data-field-error="monitors[1].metric"]')).not.toBeNull();
+    expect(container.querySelector('[data-testid=form-error-unmatched]')).toBeNull();
+    const sent = JSON.parse((f.mock.calls[0] as unknown as [string, RequestInit])[1].body as string);
+    expect(sent.monitors).toEqual([
+      { type: 'node', url: 'http://127.0.0.1:9100/metrics' },
+      { type: 'custom', url: 'ftp://x', labels: { job: 'nginx' } },
+    ]);
+  });
+
   it('loads an existing plan, saves it with PUT and keeps fields it does not show', async () => {
     const plan = {
       id: 5,
