@@ -40,6 +40,7 @@ type impRequest struct {
 	method  string
 	url     string
 	headers [][2]string
+	over    int // headers left out past plan.MaxHeaders (see full)
 	body    string
 	think   string
 	extract []map[string]any
@@ -57,6 +58,8 @@ func (r *impRequest) header(name string) (string, bool) {
 }
 
 // setHeader adds a header, or replaces the value of one of the same name (case-insensitive).
+// A new name past plan.MaxHeaders is only counted (r.over), so that a scan costs at most
+// plan.MaxHeaders comparisons and an import's header work stays linear in its input.
 func (r *impRequest) setHeader(name, value string) {
 	for i, h := range r.headers {
 		if strings.EqualFold(h[0], name) {
@@ -64,7 +67,17 @@ func (r *impRequest) setHeader(name, value string) {
 			return
 		}
 	}
+	if r.full() {
+		r.over++
+		return
+	}
 	r.headers = append(r.headers, [2]string{name, value})
+}
+
+// full reports whether the request holds plan.MaxHeaders headers: an importer then counts each
+// further header of the input in r.over without looking at it (add reports them as one skip).
+func (r *impRequest) full() bool {
+	return len(r.headers) >= plan.MaxHeaders
 }
 
 // impEngineHeaders are set by the engine itself on every request (or belong to HTTP/2 framing),
@@ -119,11 +132,14 @@ func (b *impPlan) add(element string, r impRequest) bool {
 		case len(v) > plan.MaxHeaderValueBytes:
 			b.skip(element+" header "+k, fmt.Sprintf("the value is %d bytes; at most %d", len(v), plan.MaxHeaderValueBytes))
 		case len(hdrs) >= plan.MaxHeaders || total+len(k)+len(v) > plan.MaxHeaderBytes:
-			b.skip(element+" header "+k, fmt.Sprintf("a request has at most %d headers of %d bytes in all", plan.MaxHeaders, plan.MaxHeaderBytes))
+			r.over++
 		default:
 			hdrs[k] = v
 			total += len(k) + len(v)
 		}
+	}
+	if r.over > 0 {
+		b.skip(element+" headers", fmt.Sprintf("%d header(s) left out: a request has at most %d headers of %d bytes in all", r.over, plan.MaxHeaders, plan.MaxHeaderBytes))
 	}
 	if len(hdrs) > 0 {
 		m["headers"] = hdrs

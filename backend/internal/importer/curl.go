@@ -206,6 +206,8 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 	case "-H", "--header":
 		name, value, ok := strings.Cut(val, ":")
 		switch {
+		case st.r.full():
+			st.r.over++
 		case ok && strings.TrimSpace(value) == "":
 			b.skip(e+" "+val, "curl removes this header; the engine's own headers stay")
 		case !ok && strings.HasSuffix(val, ";"):
@@ -337,9 +339,11 @@ func curlBashCommands(text string) ([][]string, error) {
 	return cmds, nil
 }
 
-// Quoted strings of curlLongSegment bytes and more are replaced by a placeholder before
-// go-shellwords reads the text (it builds each word a character at a time, which is quadratic
-// in the word's length) and put back in the words after.
+// Quoted strings of curlLongSegment bytes and more, or holding white space, are replaced by a
+// placeholder before go-shellwords reads the text and put back in the words after: it builds each
+// word a character at a time, which is quadratic in the word's length, and appends every quoted
+// space to a buffer it never resets, which is quadratic in the command's quoted spaces (50 000
+// -H 'Name: value' took 6 s).
 const (
 	curlLongSegment = 512
 	curlPHOpen      = '\uE000'
@@ -370,13 +374,13 @@ func curlRestoreLong(w string, long []string) string {
 // curlBashPrepare rewrites text into what go-shellwords reads as bash does: line continuations
 // dropped, new lines outside quotes made command separators, $'…' turned into '…' (ANSI-C escapes
 // decoded), and in "…" a backslash kept before characters it does not escape in bash. Quoted
-// strings of curlLongSegment bytes and more become placeholders (curlRestoreLong), their values returned.
+// strings of curlLongSegment bytes and more or with white space become placeholders (curlRestoreLong), their values returned.
 func curlBashPrepare(text string) (string, []string) {
 	var out, seg, raw strings.Builder // seg: the quoted string's value; raw: its rewritten text
 	var long []string
 	usePH := !strings.ContainsRune(text, curlPHOpen) && !strings.ContainsRune(text, curlPHClose)
 	closeSeg := func() {
-		if usePH && seg.Len() >= curlLongSegment {
+		if usePH && (seg.Len() >= curlLongSegment || strings.ContainsAny(seg.String(), " \t\r\n")) {
 			out.WriteString(string(curlPHOpen) + strconv.Itoa(len(long)) + string(curlPHClose))
 			long = append(long, seg.String())
 		} else {

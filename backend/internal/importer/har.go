@@ -116,6 +116,8 @@ func importHAR(data []byte, o Options) (Result, error) {
 			k, v := h.Get("name").String(), h.Get("value").String()
 			lk := strings.ToLower(k)
 			switch {
+			case he.req.full():
+				he.req.over++
 			case impEngineHeader(k):
 			case lk == "accept-encoding":
 				codings = harCodings(codings, v, droppedCodings)
@@ -251,11 +253,12 @@ func harSuggest(kept []*harEntry) []harSuggestion {
 	firstUse := map[string]int{} // token → the first request sending it
 	uses := map[string][]int{}
 	for i, he := range kept {
-		text := he.req.url + "\n" + he.req.body
+		var text strings.Builder
+		text.WriteString(he.req.url + "\n" + he.req.body)
 		for _, h := range he.req.headers {
-			text += "\n" + h[1]
+			text.WriteString("\n" + h[1])
 		}
-		for _, tok := range harTokenSplit.Split(text, -1) {
+		for _, tok := range harTokenSplit.Split(text.String(), -1) {
 			if len(tok) < 4 || len(tok) > 512 {
 				continue
 			}

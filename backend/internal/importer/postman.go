@@ -198,6 +198,10 @@ func (pi *postmanImport) request(elem string, req gjson.Result, auth gjson.Resul
 	}
 	for _, h := range hdrs {
 		k, v := h[0], h[1]
+		if r.full() {
+			r.over++
+			continue
+		}
 		if impEngineHeader(k) {
 			pi.b.skip(elem+" header "+k, "the engine sets this header itself")
 			continue
