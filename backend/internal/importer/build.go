@@ -23,6 +23,7 @@ type impPlan struct {
 	http    map[string]any
 	extra   map[string]any // other top-level fields (flow, data, think_time)
 	skipped []Skipped
+	overReq int // requests left out past plan.MaxRequests (one entry: impOverRequests)
 }
 
 func newImpPlan(name string) *impPlan {
@@ -98,7 +99,7 @@ func (b *impPlan) add(element string, r impRequest) bool {
 	}
 	switch {
 	case len(b.reqs) >= plan.MaxRequests:
-		b.skip(element, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+		b.overReq++
 		return false
 	case !slices.Contains(plan.Methods, r.method):
 		b.skip(element, fmt.Sprintf("method %s is not one Volley sends (%s)", r.method, strings.Join(plan.Methods, ", ")))
@@ -194,6 +195,9 @@ func impDefaultLoad() map[string]any {
 // result returns the plan as plan JSON (a map) with the skipped list; an import with no request
 // left is an *InputError naming the format.
 func (b *impPlan) result(formatName string) (Result, error) {
+	if b.overReq > 0 {
+		b.skip(impOverRequests(b.overReq))
+	}
 	if len(b.reqs) == 0 {
 		msg := "no request could be imported"
 		if len(b.skipped) > 0 {
@@ -296,10 +300,19 @@ func planName(title, dflt string) string {
 	return impClip(title, maxPlanName)
 }
 
+// impOverRequests is the one skipped entry (element, reason) for n requests left out past
+// plan.MaxRequests: a plan of more would not validate, and an editor showing thousands of
+// requests stalls the browser.
+func impOverRequests(n int) (string, string) {
+	return fmt.Sprintf("requests after the first %d", plan.MaxRequests),
+		fmt.Sprintf("%d request(s) left out: a plan holds at most %d requests", n, plan.MaxRequests)
+}
+
 // notes collects the Skipped list of one import, merging repeats of the same element and reason.
 type notes struct {
-	list []Skipped
-	seen map[Skipped]bool
+	list    []Skipped
+	seen    map[Skipped]bool
+	overReq int // requests left out past plan.MaxRequests (one entry: impOverRequests)
 }
 
 // add records that element was not imported (or imported only in part) and why.
@@ -317,6 +330,9 @@ func (n *notes) add(element, reason string) {
 
 // result wraps a plan built from the named format and its notes.
 func (n *notes) result(format string, p map[string]any) Result {
+	if n.overReq > 0 {
+		n.add(impOverRequests(n.overReq))
+	}
 	l := n.list
 	if l == nil {
 		l = []Skipped{}

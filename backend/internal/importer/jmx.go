@@ -547,7 +547,7 @@ var volleyMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PAT
 func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 	label := jmxLabel(el)
 	if len(j.reqs) >= plan.MaxRequests {
-		j.n.add(label, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+		j.n.overReq++
 		return
 	}
 	spec = j.scoped(sub, spec)

@@ -111,7 +111,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 			label := strings.ToUpper(m) + " " + path
 			ops++
 			if len(reqs) >= plan.MaxRequests {
-				o.n.add(label, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+				o.n.overReq++
 				continue
 			}
 			if r := o.operation(base, path, m, op, common, label); r != nil {

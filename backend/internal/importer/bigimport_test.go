@@ -92,3 +92,34 @@ func BenchmarkImportManyHeaders(b *testing.B) {
 		}
 	}
 }
+
+// TestImportManyRequestsCapped: the reviewer's 3 000-entry HAR (which hung the browser tab)
+// imports plan.MaxRequests requests and reports the rest as ONE skipped entry with their count.
+func TestImportManyRequestsCapped(t *testing.T) {
+	const n = 3_000
+	var s strings.Builder
+	s.WriteString(`{"log":{"version":"1.2","entries":[`)
+	for i := range n {
+		if i > 0 {
+			s.WriteByte(',')
+		}
+		fmt.Fprintf(&s, `{"startedDateTime":"2024-01-01T00:00:00Z","time":1,"request":{"method":"GET","url":"http://127.0.0.1:9/r%d","headers":[]},"response":{"status":200,"headers":[],"content":{}}}`, i)
+	}
+	s.WriteString(`]}}`)
+	r, err := Import("har", []byte(s.String()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(r.Plan)
+	p, err := plan.Parse(js)
+	if err != nil {
+		t.Fatalf("plan.Parse: %v", err)
+	}
+	if len(p.Requests) != plan.MaxRequests {
+		t.Errorf("%d requests; want %d", len(p.Requests), plan.MaxRequests)
+	}
+	want := fmt.Sprintf("%d request(s) left out", n-plan.MaxRequests)
+	if len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0].Reason, want) {
+		t.Errorf("skipped = %+v; want one entry starting %q", r.Skipped, want)
+	}
+}
