@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-shellwords"
+
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // curl: one or more curl command lines (as a shell would read them, or as cmd.exe would: the
@@ -61,6 +63,10 @@ func importCurl(data []byte, _ Options) (Result, error) {
 		}
 		n++
 		curlCommand(b, fmt.Sprintf("command %d", n), words[1:])
+	}
+	if _, ok := b.http["proxy"]; ok && b.http["version"] != nil {
+		b.skip(fmt.Sprintf("--proxy %v", b.http["proxy"]), "HTTP/2 connections do not go through a proxy (http.proxy needs http.version 1.1): left out")
+		delete(b.http, "proxy")
 	}
 	if len(b.reqs) == 1 {
 		if u, err := url.Parse(b.reqs[0]["url"].(string)); err == nil {
@@ -298,6 +304,20 @@ func curlFlag(b *impPlan, elem string, st *curlState, flag, val string) {
 			key = "connect_timeout"
 		}
 		b.http[key] = strconv.FormatFloat(f*1000, 'f', 0, 64) + "ms"
+	case "-x", "--proxy":
+		u := val
+		if !strings.Contains(u, "://") {
+			u = "http://" + u // curl's default proxy scheme
+		}
+		if _, err := plan.ProxyAddr(u); err != nil {
+			b.skip(e+" "+impClip(val, 60), "http.proxy takes only an http://host:port proxy: "+err.Error())
+			return
+		}
+		b.http["proxy"] = strings.TrimSuffix(u, "/")
+	case "--http2", "--http2-prior-knowledge":
+		b.http["version"] = map[string]string{"--http2": plan.HTTP2, "--http2-prior-knowledge": plan.H2C}[flag]
+	case "-F", "--form", "--form-string":
+		b.skip(e+" "+impClip(val, 60), "multipart form bodies are not supported: the request is imported without this part (send a body with --data-raw and a Content-Type header)")
 	case "--compressed":
 		// what curl asks for with it (a -H Accept-Encoding of the command still wins, as in curl)
 		b.http["compression"] = []string{"gzip", "deflate", "br"}
