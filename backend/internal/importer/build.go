@@ -35,6 +35,11 @@ func (b *impPlan) skip(element, reason string) {
 	b.skipped = append(b.skipped, Skipped{Element: impClip(element, 200), Reason: reason})
 }
 
+// note records a remark on an element that was imported.
+func (b *impPlan) note(element, reason string) {
+	b.skipped = append(b.skipped, Skipped{Element: impClip(element, 200), Reason: reason, Note: true})
+}
+
 // impRequest is one request being imported: method, URL, headers in their order, body.
 type impRequest struct {
 	name    string
@@ -317,7 +322,15 @@ type notes struct {
 
 // add records that element was not imported (or imported only in part) and why.
 func (n *notes) add(element, reason string) {
-	s := Skipped{Element: impClip(element, 300), Reason: reason}
+	n.put(Skipped{Element: impClip(element, 300), Reason: reason})
+}
+
+// note records a remark on an element that was imported.
+func (n *notes) note(element, reason string) {
+	n.put(Skipped{Element: impClip(element, 300), Reason: reason, Note: true})
+}
+
+func (n *notes) put(s Skipped) {
 	if n.seen == nil {
 		n.seen = map[Skipped]bool{}
 	}

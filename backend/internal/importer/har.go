@@ -180,7 +180,7 @@ func importHAR(data []byte, o Options) (Result, error) {
 		}
 	}
 	for _, s := range suggestions {
-		b.skip(s.elem, s.reason)
+		b.note(s.elem, s.reason)
 	}
 	if len(codings) > 0 {
 		b.http["compression"] = codings

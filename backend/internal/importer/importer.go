@@ -14,10 +14,24 @@ import (
 	"strings"
 )
 
-// Skipped is one element of the input that is not in the plan, and why.
+// Skipped is one element of the input that is not in the plan, and why; or, with Note set, a
+// note on one that IS in the plan but needs a look (credentials to add, a placeholder host, a
+// suggested extraction to check).
 type Skipped struct {
 	Element string `json:"element"`
 	Reason  string `json:"reason"`
+	Note    bool   `json:"note,omitempty"`
+}
+
+// SkippedCount is how many entries of l are real skips (not notes).
+func SkippedCount(l []Skipped) int {
+	n := 0
+	for _, s := range l {
+		if !s.Note {
+			n++
+		}
+	}
+	return n
 }
 
 // Options tune an import.

@@ -317,7 +317,7 @@ func nestingOver(data []byte, limit int) int {
 func (o *oasImp) server() string {
 	servers, _ := o.doc["servers"].([]any)
 	if len(servers) == 0 {
-		o.n.add("servers", "none given: requests use "+oasPlaceholderBase+" (edit the URLs)")
+		o.n.note("servers", "none given: requests use "+oasPlaceholderBase+" (edit the URLs)")
 		return oasPlaceholderBase
 	}
 	s, _ := servers[0].(map[string]any)
@@ -332,7 +332,7 @@ func (o *oasImp) server() string {
 		if !strings.HasPrefix(raw, "/") && raw != "" {
 			raw = "/" + raw
 		}
-		o.n.add("servers[0] "+oasString(s["url"]), "a relative server URL: requests use "+oasPlaceholderBase+raw+" (edit the host)")
+		o.n.note("servers[0] "+oasString(s["url"]), "a relative server URL: requests use "+oasPlaceholderBase+raw+" (edit the host)")
 		raw = oasPlaceholderBase + raw
 	}
 	if len(servers) > 1 {
@@ -467,9 +467,9 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 	}
 	if sec := o.security(op); sec != "" {
 		if _, own := op["security"]; own {
-			o.n.add(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
+			o.n.note(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
 		} else {
-			o.n.add("security", "the operations need credentials ("+sec+") unless they say otherwise: add them, e.g. a header whose value is {{secret.NAME}}")
+			o.n.note("security", "the operations need credentials ("+sec+") unless they say otherwise: add them, e.g. a header whose value is {{secret.NAME}}")
 		}
 	}
 	return req
