@@ -87,6 +87,9 @@ func Import(name string, data []byte, o Options) (Result, error) {
 	}
 	if name == "" || name == "detect" {
 		if name = Detect(data); name == "" {
+			if oasSwaggerHead.Match(data[:min(len(data), 4096)]) {
+				return Result{}, &InputError{Msg: oasSwagger2}
+			}
 			return Result{}, &InputError{Msg: "the format could not be detected; name it (one of " + strings.Join(Formats(), ", ") + ")"}
 		}
 	}

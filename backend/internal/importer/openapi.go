@@ -48,6 +48,12 @@ const (
 // (minified JSON).
 var oasHead = regexp.MustCompile(`(?m)(?:^|[{,])\s*["']?openapi["']?\s*:\s*["']?3\.`)
 
+// oasSwaggerHead finds "swagger: 2.x" as oasHead finds "openapi: 3.x".
+var oasSwaggerHead = regexp.MustCompile(`(?m)(?:^|[{,])\s*["']?swagger["']?\s*:\s*["']?2\.`)
+
+// oasSwagger2 is why a Swagger 2.0 document is not imported (named or detected).
+const oasSwagger2 = "Swagger 2.0 is not OpenAPI 3: convert it first (e.g. with swagger2openapi or editor.swagger.io)"
+
 func detectOpenAPI(data []byte) bool {
 	return oasHead.Match(data[:min(len(data), 4096)])
 }
@@ -80,7 +86,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	ver := oasString(doc["openapi"]) // YAML reads an unquoted 3.1 as a number
 	if !strings.HasPrefix(ver, "3.0") && !strings.HasPrefix(ver, "3.1") {
 		if _, ok := doc["swagger"]; ok {
-			return bad("Swagger 2.0 is not read: convert it to OpenAPI 3 first")
+			return bad(oasSwagger2)
 		}
 		return bad(fmt.Sprintf("openapi version %q: 3.0 or 3.1 expected", ver))
 	}
@@ -422,6 +428,12 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 			continue
 		}
 		val, ok := o.paramValue(pm)
+		if !ok && in == "path" {
+			// As for bodies: a value generated from the schema's type, noted for a look.
+			if val, ok = oasParamString(o.sample(pm["schema"], 0)); ok {
+				o.n.note(label, fmt.Sprintf("the path parameter %q has no example, default or enum: %q is generated from its schema (edit it)", name, val))
+			}
+		}
 		if !ok {
 			o.n.add(label, fmt.Sprintf("needs a value for the %s parameter %q and the document gives no example, default or enum", in, name))
 			return nil
@@ -519,7 +531,15 @@ func (o *oasImp) paramValue(pm map[string]any) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	return oasParamString(v)
+}
+
+// oasParamString writes a parameter value as text (an array comma-separated); an object is not
+// one.
+func oasParamString(v any) (string, bool) {
 	switch x := v.(type) {
+	case nil:
+		return "", false
 	case []any:
 		parts := make([]string, 0, len(x))
 		for _, e := range x {
