@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -121,5 +123,20 @@ func TestImportManyRequestsCapped(t *testing.T) {
 	want := fmt.Sprintf("%d request(s) left out", n-plan.MaxRequests)
 	if len(r.Skipped) != 1 || !strings.HasPrefix(r.Skipped[0].Reason, want) {
 		t.Errorf("skipped = %+v; want one entry starting %q", r.Skipped, want)
+	}
+}
+
+// TestImportStopsWithContext: an import whose Context is done (an API client that went away)
+// stops and returns the context's error, whatever the format.
+func TestImportStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, format := range []string{"curl", "har", "postman"} {
+		if _, err := Import(format, manyHeaders(format, 10), Options{Context: ctx}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", format, err)
+		}
+		if _, err := Import(format, manyHeaders(format, 10), Options{Context: context.Background()}); err != nil {
+			t.Errorf("%s with a live context: %v", format, err)
+		}
 	}
 }

@@ -23,11 +23,12 @@ type impPlan struct {
 	http    map[string]any
 	extra   map[string]any // other top-level fields (flow, data, think_time)
 	skipped []Skipped
-	overReq int // requests left out past plan.MaxRequests (one entry: impOverRequests)
+	opts    Options // its Context ends the import early (add then adds nothing)
+	overReq int     // requests left out past plan.MaxRequests (one entry: impOverRequests)
 }
 
-func newImpPlan(name string) *impPlan {
-	return &impPlan{name: name, http: map[string]any{}, extra: map[string]any{}}
+func newImpPlan(name string, o Options) *impPlan {
+	return &impPlan{name: name, http: map[string]any{}, extra: map[string]any{}, opts: o}
 }
 
 // skip records an element left out and why.
@@ -103,6 +104,8 @@ func (b *impPlan) add(element string, r impRequest) bool {
 		r.method = "GET"
 	}
 	switch {
+	case b.opts.stopped():
+		return false
 	case len(b.reqs) >= plan.MaxRequests:
 		b.overReq++
 		return false

@@ -36,7 +36,7 @@ func curlIsCmdForm(s string) bool {
 	return strings.Contains(s, "^\n") || strings.Contains(s, "^\r\n") || strings.Contains(s, `^"`) || strings.Contains(s, `^\^"`)
 }
 
-func importCurl(data []byte, _ Options) (Result, error) {
+func importCurl(data []byte, o Options) (Result, error) {
 	if !utf8.Valid(data) {
 		return Result{}, &InputError{Format: "curl", Msg: "the command is not UTF-8 text"}
 	}
@@ -51,9 +51,12 @@ func importCurl(data []byte, _ Options) (Result, error) {
 	if err != nil {
 		return Result{}, &InputError{Format: "curl", Msg: err.Error()}
 	}
-	b := newImpPlan("Imported curl command")
+	b := newImpPlan("Imported curl command", o)
 	n := 0
 	for i, words := range cmds {
+		if o.stopped() {
+			break
+		}
 		if len(words) == 0 {
 			continue
 		}

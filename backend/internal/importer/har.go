@@ -80,13 +80,16 @@ func importHAR(data []byte, o Options) (Result, error) {
 		return Result{}, &InputError{Format: "har", Msg: "no log.entries array: not an HTTP Archive"}
 	}
 	name := gjson.GetBytes(data, "log.pages.0.title").String()
-	b := newImpPlan("")
+	b := newImpPlan("", o)
 	var kept []*harEntry
 	i := 0
 	var codings []string                // the recorded Accept-Encoding's codings Volley asks for
 	droppedCodings := map[string]bool{} // and those it does not know
 	cookieNames := map[string]bool{}
 	entries.ForEach(func(_, e gjson.Result) bool {
+		if o.stopped() {
+			return false
+		}
 		i++
 		elem := fmt.Sprintf("entry %d", i)
 		if i > 100*harMaxEntries() {

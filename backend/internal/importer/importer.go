@@ -9,6 +9,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,7 +38,13 @@ func SkippedCount(l []Skipped) int {
 // Options tune an import.
 type Options struct {
 	KeepAssets bool /* HAR: keep images/fonts/css/js */
+	// Context, when set, ends the import early once done (an API client that went away): the
+	// importers stop at their next request or entry and Import returns the context's error.
+	Context context.Context
 }
+
+// stopped reports whether o.Context is done.
+func (o Options) stopped() bool { return o.Context != nil && o.Context.Err() != nil }
 
 // Result is an imported plan (plan JSON as a map), what was skipped, and the format read.
 type Result struct {
@@ -98,6 +105,9 @@ func Import(name string, data []byte, o Options) (Result, error) {
 		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("%q is not a format (one of %s)", name, strings.Join(Formats(), ", "))}
 	}
 	r, err := f.run(data, o)
+	if o.stopped() {
+		return Result{}, o.Context.Err()
+	}
 	if err != nil {
 		return Result{}, err
 	}

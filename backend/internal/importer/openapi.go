@@ -68,7 +68,7 @@ type oasImp struct {
 	active map[string]bool // the $refs being generated (sample), to stop recursive schemas
 }
 
-func importOpenAPI(data []byte, _ Options) (Result, error) {
+func importOpenAPI(data []byte, opts Options) (Result, error) {
 	bad := func(msg string) (Result, error) { return Result{}, &InputError{Format: "openapi", Msg: msg} }
 	if len(data) > oasMaxInput {
 		return bad(fmt.Sprintf("the document is %d bytes; at most %d (16 MiB)", len(data), oasMaxInput))
@@ -104,6 +104,9 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	var reqs []map[string]any
 	ops := 0
 	for _, path := range keys {
+		if opts.stopped() {
+			break
+		}
 		item, _ := o.deref(paths[path]).(map[string]any)
 		if item == nil {
 			continue
