@@ -26,11 +26,13 @@ func importCmd() *cobra.Command {
 		Use:   "import FORMAT FILE|-",
 		Short: "Turn a curl command, HAR recording, JMeter .jmx, Postman collection or OpenAPI document into a plan",
 		Long: `Read a test written for another tool and print a Volley plan (JSON) on stdout; what could not be
-imported is listed on stderr, one "skipped: ELEMENT: REASON" line each. FORMAT is one of
+imported is listed on stderr, one "skipped: ELEMENT: REASON" line each, and remarks on what was
+imported (credentials to add, a suggested extraction) one "note: ELEMENT: REASON" line each. FORMAT is one of
 ` + strings.Join(importer.Formats(), ", ") + ` or "detect"; FILE "-" reads stdin. Input is read up to
 64 MiB. See docs/import/.
 
-Exit status: 0 everything was imported; 4 the plan was printed but something was skipped;
+Exit status: 0 everything was imported; 4 the plan was printed but something was skipped
+(notes alone exit 0);
 2 the input could not be read (unknown format, unreadable file, malformed input).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,10 +79,14 @@ func importMain(stdin io.Reader, stdout, stderr io.Writer, format, file string, 
 		return err
 	}
 	for _, s := range res.Skipped {
-		fmt.Fprintf(stderr, "skipped: %s: %s\n", s.Element, s.Reason)
+		kind := "skipped"
+		if s.Note {
+			kind = "note"
+		}
+		fmt.Fprintf(stderr, "%s: %s: %s\n", kind, s.Element, s.Reason)
 	}
-	if len(res.Skipped) > 0 {
-		fmt.Fprintf(stderr, "volley import: %s: %d element(s) not imported\n", res.Format, len(res.Skipped))
+	if n := importer.SkippedCount(res.Skipped); n > 0 {
+		fmt.Fprintf(stderr, "volley import: %s: %d element(s) not imported\n", res.Format, n)
 		return exitCode(exitImportSkipped)
 	}
 	return nil

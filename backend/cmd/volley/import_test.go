@@ -27,7 +27,7 @@ func TestImportExitStatuses(t *testing.T) {
 
 	dir := t.TempDir()
 	f := filepath.Join(dir, "c.txt")
-	if err := os.WriteFile(f, []byte("curl --proxy http://p:1 http://a.test/\n"), 0o644); err != nil {
+	if err := os.WriteFile(f, []byte("curl -F a=b http://a.test/\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -36,12 +36,21 @@ func TestImportExitStatuses(t *testing.T) {
 	if !errors.As(err, &ec) || ec != exitImportSkipped {
 		t.Fatalf("err %v, want exit status 4", err)
 	}
-	if !strings.Contains(errb.String(), "skipped: command 1 --proxy http://p:1: ") {
+	if !strings.Contains(errb.String(), "skipped: command 1 -F a=b: ") {
 		t.Errorf("stderr %q", errb.String())
 	}
 	var p map[string]any
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Errorf("stdout is not the plan: %v", err)
+	}
+
+	// Notes alone (an operation that needs credentials, imported all the same) exit 0.
+	out.Reset()
+	errb.Reset()
+	oas := `{"openapi":"3.0.3","servers":[{"url":"http://a.test"}],"paths":{"/x":{"get":{"security":[{"k":[]}]}}},"components":{"securitySchemes":{"k":{"type":"apiKey","in":"header","name":"X-Key"}}}}`
+	err = importMain(strings.NewReader(oas), &out, &errb, "openapi", "-", importer.Options{})
+	if err != nil || !strings.HasPrefix(errb.String(), "note: GET /x: needs credentials") || strings.Contains(errb.String(), "not imported") {
+		t.Errorf("notes only: err %v, stderr %q; want exit 0 and a note line", err, errb.String())
 	}
 
 	for _, c := range []struct{ format, file, in string }{

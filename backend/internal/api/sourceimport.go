@@ -64,7 +64,7 @@ func (s *Server) importSource(c *gin.Context) (int, any, error) {
 	if strings.TrimSpace(in.Input) == "" {
 		return 0, nil, sourceError("input", "is required: the text of the curl command, HAR, .jmx, collection or OpenAPI document")
 	}
-	res, err := importer.Import(format, []byte(in.Input), importer.Options{KeepAssets: in.KeepAssets})
+	res, err := importer.Import(format, []byte(in.Input), importer.Options{KeepAssets: in.KeepAssets, Context: ctx})
 	var ie *importer.InputError
 	if errors.As(err, &ie) {
 		return 0, nil, sourceError("input", ie.Error())

@@ -15,14 +15,14 @@ import (
 func TestImportSource(t *testing.T) {
 	a := newAuthApp(t, false, true)
 	tom, vic := a.login("tom", tomPW), a.login("vic", vicPW)
-	body, _ := json.Marshal(map[string]any{"input": "curl 'http://127.0.0.1:9/api/items' -H 'Accept: application/json' -d 'a=1' --proxy http://p:1"})
+	body, _ := json.Marshal(map[string]any{"input": "curl 'http://127.0.0.1:9/api/items' -H 'Accept: application/json' -d 'a=1' -F f=@x"})
 	for _, q := range []string{"?format=curl", "", "?format=detect"} {
 		m := a.must(tom, 200, "POST", "/api/import"+q, string(body))
 		if m["format"] != "curl" {
 			t.Errorf("%s: format %v", q, m["format"])
 		}
 		sk, _ := m["skipped"].([]any)
-		if len(sk) != 1 || !strings.Contains(sk[0].(map[string]any)["element"].(string), "--proxy") {
+		if len(sk) != 1 || !strings.Contains(sk[0].(map[string]any)["element"].(string), "-F f=@x") {
 			t.Errorf("%s: skipped %v", q, m["skipped"])
 		}
 		reqs := m["plan"].(map[string]any)["requests"].([]any)

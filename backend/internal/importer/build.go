@@ -23,15 +23,22 @@ type impPlan struct {
 	http    map[string]any
 	extra   map[string]any // other top-level fields (flow, data, think_time)
 	skipped []Skipped
+	opts    Options // its Context ends the import early (add then adds nothing)
+	overReq int     // requests left out past plan.MaxRequests (one entry: impOverRequests)
 }
 
-func newImpPlan(name string) *impPlan {
-	return &impPlan{name: name, http: map[string]any{}, extra: map[string]any{}}
+func newImpPlan(name string, o Options) *impPlan {
+	return &impPlan{name: name, http: map[string]any{}, extra: map[string]any{}, opts: o}
 }
 
 // skip records an element left out and why.
 func (b *impPlan) skip(element, reason string) {
 	b.skipped = append(b.skipped, Skipped{Element: impClip(element, 200), Reason: reason})
+}
+
+// note records a remark on an element that was imported.
+func (b *impPlan) note(element, reason string) {
+	b.skipped = append(b.skipped, Skipped{Element: impClip(element, 200), Reason: reason, Note: true})
 }
 
 // impRequest is one request being imported: method, URL, headers in their order, body.
@@ -40,6 +47,7 @@ type impRequest struct {
 	method  string
 	url     string
 	headers [][2]string
+	over    int // headers left out past plan.MaxHeaders (see full)
 	body    string
 	think   string
 	extract []map[string]any
@@ -57,6 +65,8 @@ func (r *impRequest) header(name string) (string, bool) {
 }
 
 // setHeader adds a header, or replaces the value of one of the same name (case-insensitive).
+// A new name past plan.MaxHeaders is only counted (r.over), so that a scan costs at most
+// plan.MaxHeaders comparisons and an import's header work stays linear in its input.
 func (r *impRequest) setHeader(name, value string) {
 	for i, h := range r.headers {
 		if strings.EqualFold(h[0], name) {
@@ -64,7 +74,17 @@ func (r *impRequest) setHeader(name, value string) {
 			return
 		}
 	}
+	if r.full() {
+		r.over++
+		return
+	}
 	r.headers = append(r.headers, [2]string{name, value})
+}
+
+// full reports whether the request holds plan.MaxHeaders headers: an importer then counts each
+// further header of the input in r.over without looking at it (add reports them as one skip).
+func (r *impRequest) full() bool {
+	return len(r.headers) >= plan.MaxHeaders
 }
 
 // impEngineHeaders are set by the engine itself on every request (or belong to HTTP/2 framing),
@@ -84,8 +104,10 @@ func (b *impPlan) add(element string, r impRequest) bool {
 		r.method = "GET"
 	}
 	switch {
+	case b.opts.stopped():
+		return false
 	case len(b.reqs) >= plan.MaxRequests:
-		b.skip(element, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+		b.overReq++
 		return false
 	case !slices.Contains(plan.Methods, r.method):
 		b.skip(element, fmt.Sprintf("method %s is not one Volley sends (%s)", r.method, strings.Join(plan.Methods, ", ")))
@@ -119,11 +141,14 @@ func (b *impPlan) add(element string, r impRequest) bool {
 		case len(v) > plan.MaxHeaderValueBytes:
 			b.skip(element+" header "+k, fmt.Sprintf("the value is %d bytes; at most %d", len(v), plan.MaxHeaderValueBytes))
 		case len(hdrs) >= plan.MaxHeaders || total+len(k)+len(v) > plan.MaxHeaderBytes:
-			b.skip(element+" header "+k, fmt.Sprintf("a request has at most %d headers of %d bytes in all", plan.MaxHeaders, plan.MaxHeaderBytes))
+			r.over++
 		default:
 			hdrs[k] = v
 			total += len(k) + len(v)
 		}
+	}
+	if r.over > 0 {
+		b.skip(element+" headers", fmt.Sprintf("%d header(s) left out: a request has at most %d headers of %d bytes in all", r.over, plan.MaxHeaders, plan.MaxHeaderBytes))
 	}
 	if len(hdrs) > 0 {
 		m["headers"] = hdrs
@@ -178,6 +203,9 @@ func impDefaultLoad() map[string]any {
 // result returns the plan as plan JSON (a map) with the skipped list; an import with no request
 // left is an *InputError naming the format.
 func (b *impPlan) result(formatName string) (Result, error) {
+	if b.overReq > 0 {
+		b.skip(impOverRequests(b.overReq))
+	}
 	if len(b.reqs) == 0 {
 		msg := "no request could be imported"
 		if len(b.skipped) > 0 {
@@ -280,15 +308,32 @@ func planName(title, dflt string) string {
 	return impClip(title, maxPlanName)
 }
 
+// impOverRequests is the one skipped entry (element, reason) for n requests left out past
+// plan.MaxRequests: a plan of more would not validate, and an editor showing thousands of
+// requests stalls the browser.
+func impOverRequests(n int) (string, string) {
+	return fmt.Sprintf("requests after the first %d", plan.MaxRequests),
+		fmt.Sprintf("%d request(s) left out: a plan holds at most %d requests", n, plan.MaxRequests)
+}
+
 // notes collects the Skipped list of one import, merging repeats of the same element and reason.
 type notes struct {
-	list []Skipped
-	seen map[Skipped]bool
+	list    []Skipped
+	seen    map[Skipped]bool
+	overReq int // requests left out past plan.MaxRequests (one entry: impOverRequests)
 }
 
 // add records that element was not imported (or imported only in part) and why.
 func (n *notes) add(element, reason string) {
-	s := Skipped{Element: impClip(element, 300), Reason: reason}
+	n.put(Skipped{Element: impClip(element, 300), Reason: reason})
+}
+
+// note records a remark on an element that was imported.
+func (n *notes) note(element, reason string) {
+	n.put(Skipped{Element: impClip(element, 300), Reason: reason, Note: true})
+}
+
+func (n *notes) put(s Skipped) {
 	if n.seen == nil {
 		n.seen = map[Skipped]bool{}
 	}
@@ -301,6 +346,9 @@ func (n *notes) add(element, reason string) {
 
 // result wraps a plan built from the named format and its notes.
 func (n *notes) result(format string, p map[string]any) Result {
+	if n.overReq > 0 {
+		n.add(impOverRequests(n.overReq))
+	}
 	l := n.list
 	if l == nil {
 		l = []Skipped{}

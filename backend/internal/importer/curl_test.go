@@ -86,3 +86,23 @@ func TestCurlQuoting(t *testing.T) {
 		}
 	}
 }
+
+// TestCurlProxyHTTP2Form: -x/--proxy becomes http.proxy (curl's default http:// scheme added),
+// --http2 and --http2-prior-knowledge http.version "2" and "h2c" (a proxy with them is left
+// out: HTTP/2 does not go through one), -F a skipped part with its reason.
+func TestCurlProxyHTTP2Form(t *testing.T) {
+	h, sk := importHTTP(t, "curl", `curl -x proxy.test:3128 http://a.test/`)
+	if h.Proxy != "http://proxy.test:3128" || len(sk) != 0 {
+		t.Errorf("-x: proxy %q, skipped %+v", h.Proxy, sk)
+	}
+	for flag, want := range map[string]string{"--http2": "2", "--http2-prior-knowledge": "h2c"} {
+		h, sk = importHTTP(t, "curl", `curl `+flag+` --proxy http://p.test:1 http://a.test/`)
+		if h.Version != want || h.Proxy != "" || len(sk) != 1 || !strings.Contains(sk[0].Reason, "HTTP/2 connections do not go through a proxy") {
+			t.Errorf("%s: version %q proxy %q skipped %+v", flag, h.Version, h.Proxy, sk)
+		}
+	}
+	_, sk = importHTTP(t, "curl", `curl -F file=@a.bin http://a.test/`)
+	if len(sk) != 1 || !strings.Contains(sk[0].Reason, "multipart form bodies are not supported") {
+		t.Errorf("-F: skipped %+v", sk)
+	}
+}

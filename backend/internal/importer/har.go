@@ -80,13 +80,16 @@ func importHAR(data []byte, o Options) (Result, error) {
 		return Result{}, &InputError{Format: "har", Msg: "no log.entries array: not an HTTP Archive"}
 	}
 	name := gjson.GetBytes(data, "log.pages.0.title").String()
-	b := newImpPlan("")
+	b := newImpPlan("", o)
 	var kept []*harEntry
 	i := 0
 	var codings []string                // the recorded Accept-Encoding's codings Volley asks for
 	droppedCodings := map[string]bool{} // and those it does not know
 	cookieNames := map[string]bool{}
 	entries.ForEach(func(_, e gjson.Result) bool {
+		if o.stopped() {
+			return false
+		}
 		i++
 		elem := fmt.Sprintf("entry %d", i)
 		if i > 100*harMaxEntries() {
@@ -116,6 +119,8 @@ func importHAR(data []byte, o Options) (Result, error) {
 			k, v := h.Get("name").String(), h.Get("value").String()
 			lk := strings.ToLower(k)
 			switch {
+			case he.req.full():
+				he.req.over++
 			case impEngineHeader(k):
 			case lk == "accept-encoding":
 				codings = harCodings(codings, v, droppedCodings)
@@ -178,7 +183,7 @@ func importHAR(data []byte, o Options) (Result, error) {
 		}
 	}
 	for _, s := range suggestions {
-		b.skip(s.elem, s.reason)
+		b.note(s.elem, s.reason)
 	}
 	if len(codings) > 0 {
 		b.http["compression"] = codings
@@ -251,11 +256,12 @@ func harSuggest(kept []*harEntry) []harSuggestion {
 	firstUse := map[string]int{} // token → the first request sending it
 	uses := map[string][]int{}
 	for i, he := range kept {
-		text := he.req.url + "\n" + he.req.body
+		var text strings.Builder
+		text.WriteString(he.req.url + "\n" + he.req.body)
 		for _, h := range he.req.headers {
-			text += "\n" + h[1]
+			text.WriteString("\n" + h[1])
 		}
-		for _, tok := range harTokenSplit.Split(text, -1) {
+		for _, tok := range harTokenSplit.Split(text.String(), -1) {
 			if len(tok) < 4 || len(tok) > 512 {
 				continue
 			}

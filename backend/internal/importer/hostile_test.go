@@ -172,6 +172,11 @@ func TestDetectFixtures(t *testing.T) {
 	if got := Detect([]byte(`{"swagger":"2.0"}`)); got == "openapi" {
 		t.Errorf("Swagger 2.0 detected as openapi")
 	}
+	for _, doc := range []string{`{"swagger":"2.0","paths":{}}`, "swagger: '2.0'\npaths: {}\n"} {
+		if _, err := Import("detect", []byte(doc), Options{}); err == nil || !strings.Contains(err.Error(), "Swagger 2.0 is not OpenAPI 3: convert it first") {
+			t.Errorf("detect %q: err %v; want it to name Swagger 2.0", doc, err)
+		}
+	}
 }
 
 // A file declaring ISO-8859-1 is read as Latin-1; an unknown encoding is refused by name.

@@ -9,21 +9,42 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 )
 
-// Skipped is one element of the input that is not in the plan, and why.
+// Skipped is one element of the input that is not in the plan, and why; or, with Note set, a
+// note on one that IS in the plan but needs a look (credentials to add, a placeholder host, a
+// suggested extraction to check).
 type Skipped struct {
 	Element string `json:"element"`
 	Reason  string `json:"reason"`
+	Note    bool   `json:"note,omitempty"`
+}
+
+// SkippedCount is how many entries of l are real skips (not notes).
+func SkippedCount(l []Skipped) int {
+	n := 0
+	for _, s := range l {
+		if !s.Note {
+			n++
+		}
+	}
+	return n
 }
 
 // Options tune an import.
 type Options struct {
 	KeepAssets bool /* HAR: keep images/fonts/css/js */
+	// Context, when set, ends the import early once done (an API client that went away): the
+	// importers stop at their next request or entry and Import returns the context's error.
+	Context context.Context
 }
+
+// stopped reports whether o.Context is done.
+func (o Options) stopped() bool { return o.Context != nil && o.Context.Err() != nil }
 
 // Result is an imported plan (plan JSON as a map), what was skipped, and the format read.
 type Result struct {
@@ -73,6 +94,9 @@ func Import(name string, data []byte, o Options) (Result, error) {
 	}
 	if name == "" || name == "detect" {
 		if name = Detect(data); name == "" {
+			if oasSwaggerHead.Match(data[:min(len(data), 4096)]) {
+				return Result{}, &InputError{Msg: oasSwagger2}
+			}
 			return Result{}, &InputError{Msg: "the format could not be detected; name it (one of " + strings.Join(Formats(), ", ") + ")"}
 		}
 	}
@@ -81,6 +105,9 @@ func Import(name string, data []byte, o Options) (Result, error) {
 		return Result{}, &InputError{Format: name, Msg: fmt.Sprintf("%q is not a format (one of %s)", name, strings.Join(Formats(), ", "))}
 	}
 	r, err := f.run(data, o)
+	if o.stopped() {
+		return Result{}, o.Context.Err()
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -42,6 +42,7 @@ type jmxSpec struct {
 }
 
 type jmxImp struct {
+	opts     Options // its Context ends the import early (sampler then adds nothing)
 	n        notes
 	udv      map[string]string // User Defined Variables: substituted by value
 	vars     map[string]bool   // variables the plan defines (CSV columns, extractions)
@@ -53,7 +54,7 @@ type jmxImp struct {
 	noFollow bool
 }
 
-func importJMX(data []byte, _ Options) (Result, error) {
+func importJMX(data []byte, o Options) (Result, error) {
 	root, err := parseXMLTree(data)
 	if err != nil {
 		return Result{}, &InputError{Format: "jmx", Msg: err.Error()}
@@ -65,7 +66,7 @@ func importJMX(data []byte, _ Options) (Result, error) {
 	if top == nil {
 		return Result{}, &InputError{Format: "jmx", Msg: "no <hashTree> under <jmeterTestPlan>"}
 	}
-	j := &jmxImp{udv: map[string]string{}, vars: map[string]bool{}}
+	j := &jmxImp{udv: map[string]string{}, vars: map[string]bool{}, opts: o}
 	j.collectVars(root)
 	name := ""
 	var tpTree *xnode
@@ -546,8 +547,11 @@ var volleyMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PAT
 // sampler imports one HTTP Request sampler with the scoped elements above and inside it.
 func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 	label := jmxLabel(el)
+	if j.opts.stopped() {
+		return
+	}
 	if len(j.reqs) >= plan.MaxRequests {
-		j.n.add(label, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+		j.n.overReq++
 		return
 	}
 	spec = j.scoped(sub, spec)

@@ -48,6 +48,12 @@ const (
 // (minified JSON).
 var oasHead = regexp.MustCompile(`(?m)(?:^|[{,])\s*["']?openapi["']?\s*:\s*["']?3\.`)
 
+// oasSwaggerHead finds "swagger: 2.x" as oasHead finds "openapi: 3.x".
+var oasSwaggerHead = regexp.MustCompile(`(?m)(?:^|[{,])\s*["']?swagger["']?\s*:\s*["']?2\.`)
+
+// oasSwagger2 is why a Swagger 2.0 document is not imported (named or detected).
+const oasSwagger2 = "Swagger 2.0 is not OpenAPI 3: convert it first (e.g. with swagger2openapi or editor.swagger.io)"
+
 func detectOpenAPI(data []byte) bool {
 	return oasHead.Match(data[:min(len(data), 4096)])
 }
@@ -62,7 +68,7 @@ type oasImp struct {
 	active map[string]bool // the $refs being generated (sample), to stop recursive schemas
 }
 
-func importOpenAPI(data []byte, _ Options) (Result, error) {
+func importOpenAPI(data []byte, opts Options) (Result, error) {
 	bad := func(msg string) (Result, error) { return Result{}, &InputError{Format: "openapi", Msg: msg} }
 	if len(data) > oasMaxInput {
 		return bad(fmt.Sprintf("the document is %d bytes; at most %d (16 MiB)", len(data), oasMaxInput))
@@ -80,7 +86,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	ver := oasString(doc["openapi"]) // YAML reads an unquoted 3.1 as a number
 	if !strings.HasPrefix(ver, "3.0") && !strings.HasPrefix(ver, "3.1") {
 		if _, ok := doc["swagger"]; ok {
-			return bad("Swagger 2.0 is not read: convert it to OpenAPI 3 first")
+			return bad(oasSwagger2)
 		}
 		return bad(fmt.Sprintf("openapi version %q: 3.0 or 3.1 expected", ver))
 	}
@@ -98,6 +104,9 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 	var reqs []map[string]any
 	ops := 0
 	for _, path := range keys {
+		if opts.stopped() {
+			break
+		}
 		item, _ := o.deref(paths[path]).(map[string]any)
 		if item == nil {
 			continue
@@ -111,7 +120,7 @@ func importOpenAPI(data []byte, _ Options) (Result, error) {
 			label := strings.ToUpper(m) + " " + path
 			ops++
 			if len(reqs) >= plan.MaxRequests {
-				o.n.add(label, fmt.Sprintf("a plan holds at most %d requests", plan.MaxRequests))
+				o.n.overReq++
 				continue
 			}
 			if r := o.operation(base, path, m, op, common, label); r != nil {
@@ -317,7 +326,7 @@ func nestingOver(data []byte, limit int) int {
 func (o *oasImp) server() string {
 	servers, _ := o.doc["servers"].([]any)
 	if len(servers) == 0 {
-		o.n.add("servers", "none given: requests use "+oasPlaceholderBase+" (edit the URLs)")
+		o.n.note("servers", "none given: requests use "+oasPlaceholderBase+" (edit the URLs)")
 		return oasPlaceholderBase
 	}
 	s, _ := servers[0].(map[string]any)
@@ -332,7 +341,7 @@ func (o *oasImp) server() string {
 		if !strings.HasPrefix(raw, "/") && raw != "" {
 			raw = "/" + raw
 		}
-		o.n.add("servers[0] "+oasString(s["url"]), "a relative server URL: requests use "+oasPlaceholderBase+raw+" (edit the host)")
+		o.n.note("servers[0] "+oasString(s["url"]), "a relative server URL: requests use "+oasPlaceholderBase+raw+" (edit the host)")
 		raw = oasPlaceholderBase + raw
 	}
 	if len(servers) > 1 {
@@ -422,6 +431,12 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 			continue
 		}
 		val, ok := o.paramValue(pm)
+		if !ok && in == "path" {
+			// As for bodies: a value generated from the schema's type, noted for a look.
+			if val, ok = oasParamString(o.sample(pm["schema"], 0)); ok {
+				o.n.note(label, fmt.Sprintf("the path parameter %q has no example, default or enum: %q is generated from its schema (edit it)", name, val))
+			}
+		}
 		if !ok {
 			o.n.add(label, fmt.Sprintf("needs a value for the %s parameter %q and the document gives no example, default or enum", in, name))
 			return nil
@@ -467,9 +482,9 @@ func (o *oasImp) operation(base, path, method string, op map[string]any, common 
 	}
 	if sec := o.security(op); sec != "" {
 		if _, own := op["security"]; own {
-			o.n.add(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
+			o.n.note(label, "needs credentials ("+sec+"): add them, e.g. a header whose value is {{secret.NAME}}")
 		} else {
-			o.n.add("security", "the operations need credentials ("+sec+") unless they say otherwise: add them, e.g. a header whose value is {{secret.NAME}}")
+			o.n.note("security", "the operations need credentials ("+sec+") unless they say otherwise: add them, e.g. a header whose value is {{secret.NAME}}")
 		}
 	}
 	return req
@@ -519,7 +534,15 @@ func (o *oasImp) paramValue(pm map[string]any) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	return oasParamString(v)
+}
+
+// oasParamString writes a parameter value as text (an array comma-separated); an object is not
+// one.
+func oasParamString(v any) (string, bool) {
 	switch x := v.(type) {
+	case nil:
+		return "", false
 	case []any:
 		parts := make([]string, 0, len(x))
 		for _, e := range x {

@@ -50,7 +50,7 @@ type postmanImport struct {
 	colUsed  map[string]bool // data column names taken
 }
 
-func importPostman(data []byte, _ Options) (Result, error) {
+func importPostman(data []byte, o Options) (Result, error) {
 	if at := impJSONTooDeep(data, impMaxJSONDepth); at >= 0 {
 		return Result{}, &InputError{Format: "postman", Msg: fmt.Sprintf("the collection nests more than %d deep (at byte %d)", impMaxJSONDepth, at)}
 	}
@@ -68,7 +68,7 @@ func importPostman(data []byte, _ Options) (Result, error) {
 	if name == "" {
 		name = "Postman collection"
 	}
-	pi := &postmanImport{b: newImpPlan(name), collVars: map[string]string{}, colNames: map[string]string{},
+	pi := &postmanImport{b: newImpPlan(name, o), collVars: map[string]string{}, colNames: map[string]string{},
 		colValue: map[string]string{}, noted: map[string]bool{}, colUsed: map[string]bool{}}
 	for _, v := range root.Get("variable").Array() {
 		if v.Get("disabled").Bool() {
@@ -198,6 +198,10 @@ func (pi *postmanImport) request(elem string, req gjson.Result, auth gjson.Resul
 	}
 	for _, h := range hdrs {
 		k, v := h[0], h[1]
+		if r.full() {
+			r.over++
+			continue
+		}
 		if impEngineHeader(k) {
 			pi.b.skip(elem+" header "+k, "the engine sets this header itself")
 			continue

@@ -51,6 +51,26 @@ describe('ImportDialog', () => {
     expect(onopen).toHaveBeenCalledTimes(1);
   });
 
+  it('shows notes apart from what was not imported', async () => {
+    mockFetch(200, {
+      plan,
+      skipped: [
+        { element: 'GET /x', reason: 'needs credentials (k)', note: true },
+        { element: 'servers[1:]', reason: 'only the first server is used' },
+      ],
+      format: 'openapi',
+    });
+    render(ImportDialog, { onopen: vi.fn(), oncancel: vi.fn() });
+    await fireEvent.input(screen.getByTestId('import-text'), { target: { value: 'openapi: 3.0.3' } });
+    await fireEvent.click(screen.getByTestId('import-submit'));
+    await waitFor(() => expect(screen.getByTestId('import-notes').textContent).toContain('needs credentials'));
+    expect(screen.getByTestId('import-notes').textContent).not.toContain('only the first server');
+    expect(screen.getByTestId('import-skipped').textContent).toContain('only the first server');
+    expect(screen.getByTestId('import-skipped').textContent).not.toContain('needs credentials');
+    expect(screen.getByText('Not imported (1) — each element and why:')).toBeTruthy();
+    expect(screen.getByText('Notes (1) — imported, but check these:')).toBeTruthy();
+  });
+
   it("shows the server's reason for input it cannot read, and asks for text before sending", async () => {
     const f = mockFetch(400, { error: { code: 'bad_request', message: 'input: har: not valid JSON', fields: { input: 'har: not valid JSON' } } });
     render(ImportDialog, { onopen: vi.fn(), oncancel: vi.fn() });

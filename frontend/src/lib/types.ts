@@ -186,6 +186,7 @@ export interface Secret {
 /** POST /api/import: another tool's test as plan JSON, with what was left out and why. */
 export interface ImportResult {
   plan: PlanInput;
-  skipped: { element: string; reason: string }[];
+  /** note: true marks a remark on something that IS in the plan (credentials to add, a suggestion). */
+  skipped: { element: string; reason: string; note?: boolean }[];
   format: string;
 }

@@ -148,6 +148,7 @@ export const en = {
   'import.importing': 'Importing…',
   'import.result': 'Read as {format}: {n} request(s) in the plan.',
   'import.skipped': 'Not imported ({n}) — each element and why:',
+  'import.notes': 'Notes ({n}) — imported, but check these:',
   'import.element': 'Element',
   'import.reason': 'Reason',
   'import.open': 'Open in the editor',

@@ -146,6 +146,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'import.importing': '正在导入…',
   'import.result': '按 {format} 读取：计划中有 {n} 个请求。',
   'import.skipped': '未导入（{n}）— 每个元素及原因：',
+  'import.notes': '备注（{n}）— 已导入，但请检查：',
   'import.element': '元素',
   'import.reason': '原因',
   'import.open': '在编辑器中打开',
