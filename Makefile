@@ -93,8 +93,7 @@ FUZZ_TARGETS := \
 fuzz: ## Run each fuzz target for FUZZTIME (default 3s): plan, templates, thresholds, durations, CSV, API, live stream
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "+ $(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		scripts/fuzz.sh "$(GO)" "$$pkg" "$$name" "$(FUZZTIME)" || exit 1; \
 	done
 
 N ?= 5
