@@ -409,33 +409,10 @@ func harVarName(p string, used map[string]bool) string {
 }
 
 // impJSONTooDeep returns the offset where data's objects and arrays nest deeper than max, or -1
-// (the same scan as plan.checkDepth, which is not exported).
+// (plan.JSONTooDeep, the plan parser's scan).
 func impJSONTooDeep(data []byte, max int) int {
-	depth := 0
-	inString, escaped := false, false
-	for i, c := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return i
-			}
-		case '}', ']':
-			depth--
-		}
+	if at, deep := plan.JSONTooDeep(data, max); deep {
+		return at
 	}
 	return -1
 }

@@ -70,6 +70,9 @@ const (
 	MaxCSVColumns = 100
 )
 
+// JSONTooDeep is checkDepth for other readers of JSON text (the importers).
+func JSONTooDeep(data []byte, max int) (int, bool) { return checkDepth(data, max) }
+
 // checkDepth reports the first place where data nests objects and arrays deeper than max, without
 // decoding it (a hostile plan nested a million deep costs a scan, not a decoder's stack). Brackets
 // inside strings do not count. It returns the byte offset and true when the limit is exceeded.
