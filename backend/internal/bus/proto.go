@@ -13,6 +13,8 @@ const Protocol = 1
 const (
 	// SubjectHello is the agent's hello request (Hello → HelloReply).
 	SubjectHello = "volley.ctl.hello"
+	// SubjectTime is the clock probe: any request gets the controller's wall clock (cluster.TimeReply).
+	SubjectTime = "volley.ctl.time"
 	// SubjectPresenceAll matches every agent's presence subject (the controller subscribes it).
 	SubjectPresenceAll = "volley.agent.*.presence"
 )

@@ -63,6 +63,14 @@ type Sample struct {
 	BodyBytesDecoded int64 `json:"body_bytes_decoded,omitempty"`
 	// WS is this second's WebSocket figures; only in runs with WebSocket steps (ws.go).
 	WS *WSStats `json:"ws,omitempty"`
+	// MissingShare is the share of the run's work (0–1, by the agents' weights) whose agents
+	// delivered nothing for this second: the second's counts cover only 1 − MissingShare of the
+	// load (docs/scale-out.md). 0 on a single machine and while every agent reports.
+	MissingShare float64 `json:"missing_share,omitempty"`
+	// MissingAgents names the agents whose share is missing in this second.
+	MissingAgents []string `json:"missing_agents,omitempty"`
+	// Agents is each agent's own generator figures in this second (runs over agents only).
+	Agents map[string]ClientSample `json:"agents,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
@@ -158,6 +166,15 @@ type Summary struct {
 	BodyBytesDecoded int64 `json:"body_bytes_decoded"`
 	// WS is the run's WebSocket figures; only in runs with WebSocket steps (ws.go).
 	WS *WSStats `json:"ws,omitempty"`
+	// Agents is how many agents generated the load (0 or absent: the controller's own engine).
+	Agents int `json:"agents,omitempty"`
+	// Degraded says an agent was lost during the run: the seconds after its loss carry its
+	// MissingShare, and LostAgents names it.
+	Degraded   bool     `json:"degraded,omitempty"`
+	LostAgents []string `json:"lost_agents,omitempty"`
+	// StartSkewMs is the spread of the agents' actual starts (latest − earliest, ms, on the
+	// controller's clock); nil on a single machine.
+	StartSkewMs *float64 `json:"start_skew_ms,omitempty"`
 }
 
 // RunEvent is a change made to a running test's load (live control: engine.SetVUs, SetRate).

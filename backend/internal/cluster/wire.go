@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/volley-load/volley/backend/internal/segment"
+)
+
+// The messages of a run over agents (JSON). Subjects: PrepareSubject (request-reply, controller →
+// agent), RunControlSubject (broadcast, controller → the run's agents), SnapshotSubject
+// (JetStream, agent → controller, message id SnapshotMsgID) and bus.SubjectTime (clock probe).
+// Permissions: bus.SubjectsFor lets an agent publish only its own snapshot subject and subscribe
+// only to its own subjects and the runs' control subjects.
+
+// SnapshotStream is the JetStream stream holding every run's snapshots (subjects volley.run.*.snap.*).
+const SnapshotStream = "VOLLEY_SNAPSHOTS"
+
+// PrepareSubject is where agent id is asked to prepare a run (Prepare → Ready).
+func PrepareSubject(id string) string { return "volley.agent." + id + ".prepare" }
+
+// RunControlSubject is run's broadcast control subject (Control).
+func RunControlSubject(run int64) string { return fmt.Sprintf("volley.run.%d.ctl", run) }
+
+// SnapshotSubject is where agent id publishes run's snapshots (Snapshot).
+func SnapshotSubject(run int64, id string) string {
+	return fmt.Sprintf("volley.run.%d.snap.%s", run, id)
+}
+
+// SnapshotMsgID is a snapshot's JetStream message id ("<run>.<agent>.<second>", "<run>.<agent>.final"
+// for the final one): the stream drops a republished second (after a reconnect) as a duplicate.
+func SnapshotMsgID(run int64, id string, second int, final bool) string {
+	if final {
+		return fmt.Sprintf("%d.%s.final", run, id)
+	}
+	return fmt.Sprintf("%d.%s.%d", run, id, second)
+}
+
+// Prepare asks an agent to get a run ready: validate the plan, check it against the agent's
+// --allow-target list, build its engine for its segment and measure its clock offset.
+type Prepare struct {
+	Run int64 `json:"run"`
+	// Controller identifies the controller process (random per start); an agent takes control
+	// messages only for the run it prepared.
+	Controller string          `json:"controller"`
+	Plan       json.RawMessage `json:"plan"` // plan.Plan JSON, secrets resolved
+	Segment    segment.Wire    `json:"segment"`
+	Agents     []string        `json:"agents"` // the run's agents in part order
+	// FenceAfterMs: an agent that has had no acknowledgement from the broker for this long stops
+	// its load (fencing).
+	FenceAfterMs int64 `json:"fence_after_ms"`
+}
+
+// Ready is an agent's answer to Prepare.
+type Ready struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"` // why not (a whole sentence naming the agent's reason)
+	// Fields are the plan's problems by field (plan.ValidationError), when that is why.
+	Fields map[string]string `json:"fields,omitempty"`
+	VUs    int               `json:"vus"` // VUs this agent's share runs at most
+	// ClockOffsetMs is the agent's clock minus the controller's (ms), RTTMs the probe's round
+	// trip (best of several probes on bus.SubjectTime).
+	ClockOffsetMs float64 `json:"clock_offset_ms"`
+	RTTMs         float64 `json:"rtt_ms"`
+}
+
+// Control kinds.
+const (
+	ControlStart = "start"
+	ControlStop  = "stop"
+)
+
+// Control is a run's broadcast: start at StartAtUnixNano (the controller's clock), or stop.
+type Control struct {
+	Kind            string `json:"kind"`
+	Run             int64  `json:"run"`
+	Controller      string `json:"controller"`
+	StartAtUnixNano int64  `json:"start_at_unix_nano,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+}
+
+// TimeReply is the controller's answer to a clock probe: its wall clock.
+type TimeReply struct {
+	UnixNano int64 `json:"unix_nano"`
+}
+
+// Snapshot is one agent's second of a run, or its final message.
+type Snapshot struct {
+	Run    int64  `json:"run"`
+	Agent  string `json:"agent"`
+	Second int    `json:"second"` // Sample.ElapsedS (1 = the first second); the last second + 1 for Final
+	// StartedUnixNano is when the agent actually started (its engine's start, on the controller's
+	// clock: its own minus its measured offset); in its first second and its final message.
+	StartedUnixNano int64       `json:"started_unix_nano,omitempty"`
+	Part            *SecondPart `json:"part,omitempty"`
+	Final           *FinalPart  `json:"final,omitempty"`
+	Error           string      `json:"error,omitempty"` // the agent's run failed (in Final)
+	// Fenced says the agent stopped its load because it lost the broker for fence_after (Final).
+	Fenced bool `json:"fenced,omitempty"`
+}
