@@ -22,6 +22,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/volley-load/volley/backend/internal/store"
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // startServe runs serve() on 127.0.0.1:0 with opts and returns its address; the server is shut
@@ -224,23 +225,30 @@ func TestLongAnswersOutliveWriteTimeout(t *testing.T) {
 	go func() { _ = target.Serve(tln) }()
 	defer target.Close()
 
+	// The timeouts are short (1 s on a quiet machine) so that the answers below outlive them; a
+	// busy machine stretches every ordinary request too, so they grow by the scheduling delay
+	// measured first (20 late wakeups' worth), or ordinary requests would hit them.
+	probe := testutil.StartSchedProbe(t)
+	time.Sleep(500 * time.Millisecond)
+	timeout := time.Second + probe.Stop().Slack(20)
 	opts := defaultServeOpts()
-	opts.writeTimeout, opts.readTimeout, opts.idleTimeout = time.Second, time.Second, time.Second
+	opts.writeTimeout, opts.readTimeout, opts.idleTimeout = timeout, timeout, timeout
 	addr := startServe(t, db, opts)
 	self := "http://" + addr
 
-	// A large export read by a client that waits 2.5 s before reading.
-	body, err := slowGet(addr, "/api/runs/1/report?format=json", 2500*time.Millisecond)
+	// A large export read by a client that waits 2.5 WriteTimeouts before reading.
+	body, err := slowGet(addr, "/api/runs/1/report?format=json", timeout*5/2)
 	if err != nil {
 		t.Errorf("export: %v after %d bytes", err, len(body))
 	} else if !json.Valid(body) || len(body) < size {
 		t.Errorf("export: %d bytes (valid JSON %v), want ≥ %d", len(body), json.Valid(body), size)
 	} else {
-		t.Logf("export: %d bytes read whole by a client that waited 2.5 s (WriteTimeout 1 s)", len(body))
+		t.Logf("export: %d bytes read whole by a client that waited %v (WriteTimeout %v)", len(body), timeout*5/2, timeout)
 	}
 
 	// A 3 s run watched live from the same origin.
-	plan := fmt.Sprintf(`{"name":"ws","requests":[{"url":"http://%s/"}],"load":{"executor":"constant-vus","vus":1,"duration":"3s"}}`, tln.Addr())
+	runFor := (timeout * 3).Round(time.Second)
+	plan := fmt.Sprintf(`{"name":"ws","requests":[{"url":"http://%s/"}],"load":{"executor":"constant-vus","vus":1,"duration":"%s"}}`, tln.Addr(), runFor)
 	post := func(path, body string) map[string]any {
 		req, _ := http.NewRequest("POST", self+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -265,7 +273,7 @@ func TestLongAnswersOutliveWriteTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(runFor + time.Minute))
 	var kinds []string
 	for {
 		_, b, err := c.ReadMessage()
@@ -279,10 +287,10 @@ func TestLongAnswersOutliveWriteTimeout(t *testing.T) {
 		kinds = append(kinds, m.Type)
 	}
 	el := time.Since(start)
-	if len(kinds) < 3 || kinds[len(kinds)-1] != "summary" || el < 2*time.Second {
-		t.Errorf("live stream over %v: %v, want samples then the summary over more than 2 s", el.Round(time.Millisecond), kinds)
+	if len(kinds) < 3 || kinds[len(kinds)-1] != "summary" || el < 2*timeout {
+		t.Errorf("live stream over %v: %v, want samples then the summary over more than %v", el.Round(time.Millisecond), kinds, 2*timeout)
 	} else {
-		t.Logf("live stream: %d messages over %v (WriteTimeout 1 s)", len(kinds), el.Round(time.Millisecond))
+		t.Logf("live stream: %d messages over %v (WriteTimeout %v)", len(kinds), el.Round(time.Millisecond), timeout)
 	}
 }
 
@@ -343,7 +351,7 @@ func slowGet(addr, path string, wait time.Duration) ([]byte, error) {
 	defer c.Close()
 	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
 	time.Sleep(wait)
-	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Minute)) // a race build on a busy machine is slow; the point is that it comes whole
 	res, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		return nil, err
