@@ -40,23 +40,27 @@ const (
 	fenceTick = 100 * time.Millisecond
 )
 
+// testPoint is called at named points of a run ("run": just before the engine starts); tests set
+// it (before the agent starts) to panic there.
+var testPoint = func(where string, run int64) {}
+
 // worker is an agent's run side: it answers Prepare, follows its run's control subject, runs the
 // engine and publishes the snapshots.
 type worker struct {
-	id     string
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	log    *slog.Logger
-	allow  *Targets // nil: no --allow-target list
-	sp     *spool
-	ctx    context.Context // the agent's life
-	beat   chan struct{}   // capacity 1: publish presence now (the state changed)
-	base   time.Time       // monotonic origin of lastAck
-	runs   sync.WaitGroup
-	ackNs  atomic.Int64              // last broker acknowledgement, ns since base
-	watch  atomic.Pointer[runState]  // the run whose lease is watched, nil: none
-	mu     sync.Mutex                // guards cur and runState.started
-	cur    *runState                 // the prepared or running run, nil: idle
+	id    string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	log   *slog.Logger
+	allow *Targets // nil: no --allow-target list
+	sp    *spool
+	ctx   context.Context // the agent's life
+	beat  chan struct{}   // capacity 1: publish presence now (the state changed)
+	base  time.Time       // monotonic origin of lastAck
+	runs  sync.WaitGroup
+	ackNs atomic.Int64             // last broker acknowledgement, ns since base
+	watch atomic.Pointer[runState] // the run whose lease is watched, nil: none
+	mu    sync.Mutex               // guards cur and runState.started
+	cur   *runState                // the prepared or running run, nil: idle
 }
 
 // runState is the one run an agent has prepared or runs.
@@ -410,6 +414,7 @@ func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, e
 		return &metrics.Summary{}, fmt.Errorf("agent %s: stopped before its start", w.id)
 	}
 	rs.startedCtl.Store(time.Now().UnixNano() - int64(rs.offset))
+	testPoint("run", rs.id)
 	w.log.Info("run started", "run", rs.id, "offset", rs.offset)
 	return rs.eng.Run(rs.ctx)
 }

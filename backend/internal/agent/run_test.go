@@ -445,6 +445,8 @@ func TestFencedWhenCutOff(t *testing.T) {
 	if last := time.Unix(0, tg.last.Load()).Sub(cut); last > bound+sched.Slack(testutil.StopChain) {
 		t.Errorf("last request %s after the cut, bound %s (%s)", last, bound, sched)
 	}
+	t.Logf("fence_after %s: the target's last request came %s after the cut (%s)", fenceAfter,
+		time.Unix(0, tg.last.Load()).Sub(cut).Round(time.Millisecond), sched)
 	quiet := tg.Requests()
 	g.hold(false)
 	s := r.waitFinal(t, 21, 20*time.Second)
@@ -454,5 +456,50 @@ func TestFencedWhenCutOff(t *testing.T) {
 	}
 	if tg.Requests() != quiet {
 		t.Errorf("a fenced agent sent %d requests after the link came back", tg.Requests()-quiet)
+	}
+}
+
+// A panic in a run fails that run with the error in its final; the agent lives on and takes the
+// next run.
+func TestPanicFailsRunNotAgent(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	testPoint = func(where string, run int64) {
+		if where == "run" && run == 31 {
+			panic("boom")
+		}
+	}
+	t.Cleanup(func() { testPoint = func(string, int64) {} })
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	if ready := r.prepare(t, "gen-1", 31, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("ready %+v", ready)
+	}
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 31, StartAtUnixNano: time.Now().UnixNano()})
+	s := r.waitFinal(t, 31, 10*time.Second)
+	if !strings.Contains(s.final.Error, "internal error in agent gen-1") || !strings.Contains(s.final.Error, "boom") {
+		t.Fatalf("final %+v", *s.final)
+	}
+	waitList(t, r.controller, "idle again", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
+	if ready := r.prepare(t, "gen-1", 32, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("the agent did not take the next run: %+v", ready)
+	}
+}
+
+// An acknowledgement after a gap longer than fence_after (a process stopped and resumed late)
+// fences the watched run instead of renewing its lease; within fence_after it does not.
+func TestLateAckFences(t *testing.T) {
+	w := &worker{id: "gen-1", log: quiet(), base: time.Now().Add(-time.Minute)}
+	rs := &runState{id: 1, fenceAfter: time.Second}
+	rs.ctx, rs.cancel = context.WithCancel(context.Background())
+	w.watch.Store(rs)
+	w.ackNs.Store(int64(time.Since(w.base) - 500*time.Millisecond))
+	w.acked()
+	if rs.fenced.Load() || rs.ctx.Err() != nil {
+		t.Fatal("an ack 0.5 s after the previous one fenced a run with fence_after 1 s")
+	}
+	w.ackNs.Store(int64(time.Since(w.base) - 3*time.Second))
+	w.acked()
+	if !rs.fenced.Load() || rs.ctx.Err() == nil {
+		t.Fatal("an ack 3 s after the previous one renewed the lease of a run with fence_after 1 s")
 	}
 }
