@@ -25,8 +25,6 @@ import (
 
 // Timing of a run on an agent (docs/scale-out.md, "The agent's side of a run").
 const (
-	// PrepareTTL: a prepared run that gets no start within it is dropped (the agent is idle again).
-	PrepareTTL = 30 * time.Second
 	// ClockProbes is how many clock probes Prepare makes; the one with the smallest round trip
 	// gives the offset (as NTP's clock filter keeps the sample of least delay, RFC 5905 §10).
 	ClockProbes = 5
@@ -39,6 +37,10 @@ const (
 	pingEvery = 500 * time.Millisecond
 	fenceTick = 100 * time.Millisecond
 )
+
+// PrepareTTL: a prepared run that gets no start within it is dropped (the agent is idle again).
+// A variable for tests only.
+var PrepareTTL = 30 * time.Second
 
 // testPoint is called at named points of a run ("run": just before the engine starts); tests set
 // it (before the agent starts) to panic there.

@@ -340,7 +340,8 @@ type gate struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	closed bool
-	held   bool
+	held   bool // bytes are held in both directions
+	cut    bool // connections are closed and new ones refused
 	conns  []net.Conn
 }
 
@@ -356,6 +357,13 @@ func newGate(t *testing.T, to string) *gate {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			g.mu.Lock()
+			cut := g.cut
+			g.mu.Unlock()
+			if cut {
+				c.Close()
+				continue
 			}
 			u, err := net.Dial("tcp", to)
 			if err != nil {
@@ -410,10 +418,30 @@ func (g *gate) hold(on bool) {
 	g.mu.Unlock()
 }
 
+// sever closes every connection and refuses new ones (on), or accepts them again (off).
+func (g *gate) sever(on bool) {
+	g.mu.Lock()
+	g.cut = on
+	if on {
+		for _, c := range g.conns {
+			c.Close()
+		}
+		g.conns = nil
+	}
+	g.mu.Unlock()
+}
+
 // An agent cut off from the broker for longer than fence_after stops its load (the target sees
 // its last request within fence_after + 2 s of the cut); once the link is back, its spooled
-// seconds and its fenced final reach the stream, no second stored twice.
+// seconds and its fenced final reach the stream, no second stored twice. Cut off two ways: a
+// partition that holds the bytes (the connection stays up) and a severed link (the agent
+// reconnects after it).
 func TestFencedWhenCutOff(t *testing.T) {
+	t.Run("held", func(t *testing.T) { testFenced(t, func(g *gate, on bool) { g.hold(on) }) })
+	t.Run("severed", func(t *testing.T) { testFenced(t, func(g *gate, on bool) { g.sever(on) }) })
+}
+
+func testFenced(t *testing.T, cutOff func(g *gate, on bool)) {
 	const fenceAfter = 2 * time.Second
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
@@ -432,7 +460,7 @@ func TestFencedWhenCutOff(t *testing.T) {
 	}
 	probe := testutil.StartSchedProbe(t)
 	cut := time.Now()
-	g.hold(true)
+	cutOff(g, true)
 	// Wait until the target has been quiet for a second past the bound, then judge.
 	bound := fenceAfter + 2*time.Second
 	for time.Since(cut) < bound+time.Second || time.Since(time.Unix(0, tg.last.Load())) < time.Second {
@@ -448,7 +476,7 @@ func TestFencedWhenCutOff(t *testing.T) {
 	t.Logf("fence_after %s: the target's last request came %s after the cut (%s)", fenceAfter,
 		time.Unix(0, tg.last.Load()).Sub(cut).Round(time.Millisecond), sched)
 	quiet := tg.Requests()
-	g.hold(false)
+	cutOff(g, false)
 	s := r.waitFinal(t, 21, 20*time.Second)
 	checkStored(t, s, 21, "gen-1")
 	if !s.final.Fenced {
@@ -501,5 +529,45 @@ func TestLateAckFences(t *testing.T) {
 	w.acked()
 	if !rs.fenced.Load() || rs.ctx.Err() == nil {
 		t.Fatal("an ack 3 s after the previous one renewed the lease of a run with fence_after 1 s")
+	}
+}
+
+// A prepared run that gets no start within PrepareTTL is dropped: the agent is idle, a late start
+// is ignored, and it takes the next Prepare.
+func TestPreparedRunDropped(t *testing.T) {
+	PrepareTTL = 300 * time.Millisecond // before the agent starts; restored after it ends
+	t.Cleanup(func() { PrepareTTL = 30 * time.Second })
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	if ready := r.prepare(t, "gen-1", 41, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("ready %+v", ready)
+	}
+	waitList(t, r.controller, "dropped: idle", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 41, StartAtUnixNano: time.Now().UnixNano()})
+	if ready := r.prepare(t, "gen-1", 42, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("after a drop: %+v", ready)
+	}
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("a dropped run sent %d requests", n)
+	}
+}
+
+// A prepared run stopped before its start (another agent refused) is dropped at once.
+func TestStopBeforeStartDrops(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	if ready := r.prepare(t, "gen-1", 51, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("ready %+v", ready)
+	}
+	waitList(t, r.controller, "running", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "running" })
+	r.control(t, cluster.Control{Kind: cluster.ControlStop, Run: 51, Reason: "another agent refused"})
+	waitList(t, r.controller, "idle", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
+	if ready := r.prepare(t, "gen-1", 52, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
+		t.Fatalf("after a stop before the start: %+v", ready)
+	}
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("a run never started sent %d requests", n)
 	}
 }
