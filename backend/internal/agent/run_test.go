@@ -82,6 +82,28 @@ func (r *runCtl) prepare(t *testing.T, id string, run int64, planJSON string, w 
 	return ready
 }
 
+// mustPrepare prepares run on agent id with the whole segment, failing the test (with what)
+// unless the agent is ready.
+func (r *runCtl) mustPrepare(t *testing.T, id string, run int64, planJSON string, fenceAfter time.Duration, what string) {
+	t.Helper()
+	if ready := r.prepare(t, id, run, planJSON, segment.Wire{Weights: []int{1}}, fenceAfter); !ready.OK {
+		t.Fatalf(what, ready)
+	}
+}
+
+// startAndWait starts run now and waits (≤ 15 s) until its first n seconds are stored.
+func (r *runCtl) startAndWait(t *testing.T, run int64, n int) {
+	t.Helper()
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: run, StartAtUnixNano: time.Now().UnixNano()})
+	deadline := time.Now().Add(15 * time.Second)
+	for len(r.stored(t, run).seconds) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d: fewer than %d seconds stored within 15 s", run, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (r *runCtl) control(t *testing.T, c cluster.Control) {
 	t.Helper()
 	c.Controller = testController
@@ -246,9 +268,7 @@ func TestStopControlEndsRun(t *testing.T) {
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 9, closedPlan(tg.URL, 2, time.Minute), segment.Wire{Weights: []int{1}}, 5*time.Second); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 9, closedPlan(tg.URL, 2, time.Minute), 5*time.Second, "ready %+v")
 	// Control messages of another controller or run are ignored.
 	b, _ := json.Marshal(cluster.Control{Kind: cluster.ControlStart, Run: 9, Controller: "someone-else", StartAtUnixNano: time.Now().UnixNano()})
 	_ = r.nc.Publish(cluster.RunControlSubject(9), b)
@@ -301,9 +321,7 @@ func TestAllowTargetRefusesOtherHosts(t *testing.T) {
 	if tg.Requests() != 0 {
 		t.Fatal("a refused plan sent load")
 	}
-	if ready := r.prepare(t, "gen-1", 12, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("an allowed plan was refused: %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 12, closedPlan(tg.URL, 1, time.Second), 0, "an allowed plan was refused: %+v")
 }
 
 // The --allow-target matching rule (Targets).
@@ -447,17 +465,8 @@ func testFenced(t *testing.T, cutOff func(g *gate, on bool)) {
 	tg := newCountingTarget(t)
 	g := newGate(t, r.b.AgentsAddr())
 	runAgent(t, Config{URL: "nats://" + g.ln.Addr().String(), Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 21, closedPlan(tg.URL, 2, time.Minute), segment.Wire{Weights: []int{1}}, fenceAfter); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
-	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 21, StartAtUnixNano: time.Now().UnixNano()})
-	deadline := time.Now().Add(15 * time.Second)
-	for len(r.stored(t, 21).seconds) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("no seconds stored before the cut")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	r.mustPrepare(t, "gen-1", 21, closedPlan(tg.URL, 2, time.Minute), fenceAfter, "ready %+v")
+	r.startAndWait(t, 21, 2)
 	probe := testutil.StartSchedProbe(t)
 	cut := time.Now()
 	cutOff(g, true)
@@ -499,18 +508,14 @@ func TestPanicFailsRunNotAgent(t *testing.T) {
 	}
 	t.Cleanup(func() { testPoint = func(string, int64) {} })
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 31, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 31, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
 	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 31, StartAtUnixNano: time.Now().UnixNano()})
 	s := r.waitFinal(t, 31, 10*time.Second)
 	if !strings.Contains(s.final.Error, "internal error in agent gen-1") || !strings.Contains(s.final.Error, "boom") {
 		t.Fatalf("final %+v", *s.final)
 	}
 	waitList(t, r.controller, "idle again", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
-	if ready := r.prepare(t, "gen-1", 32, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("the agent did not take the next run: %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 32, closedPlan(tg.URL, 1, time.Second), 0, "the agent did not take the next run: %+v")
 }
 
 // An acknowledgement after a gap longer than fence_after (a process stopped and resumed late)
@@ -535,19 +540,32 @@ func TestLateAckFences(t *testing.T) {
 // A prepared run that gets no start within PrepareTTL is dropped: the agent is idle, a late start
 // is ignored, and it takes the next Prepare.
 func TestPreparedRunDropped(t *testing.T) {
-	PrepareTTL = 300 * time.Millisecond // before the agent starts; restored after it ends
+	PrepareTTL = time.Second // before the agent starts; restored after it ends
 	t.Cleanup(func() { PrepareTTL = 30 * time.Second })
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 41, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("ready %+v", ready)
+	prepared := time.Now()
+	r.mustPrepare(t, "gen-1", 41, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
+	plan42 := closedPlan(tg.URL, 1, time.Second)
+	if ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0); ready.OK {
+		t.Fatal("a second run was prepared beside the first")
 	}
-	waitList(t, r.controller, "dropped: idle", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
+	for {
+		ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0)
+		if ready.OK {
+			break
+		}
+		if time.Since(prepared) > PrepareTTL+5*time.Second {
+			t.Fatalf("the unstarted run was not dropped: %+v", ready)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if took := time.Since(prepared); took < PrepareTTL {
+		t.Fatalf("dropped after %s, before PrepareTTL", took)
+	}
 	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 41, StartAtUnixNano: time.Now().UnixNano()})
-	if ready := r.prepare(t, "gen-1", 42, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("after a drop: %+v", ready)
-	}
+	time.Sleep(300 * time.Millisecond)
 	if n := tg.Requests(); n != 0 {
 		t.Fatalf("a dropped run sent %d requests", n)
 	}
@@ -558,15 +576,11 @@ func TestStopBeforeStartDrops(t *testing.T) {
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 51, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 51, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
 	waitList(t, r.controller, "running", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "running" })
 	r.control(t, cluster.Control{Kind: cluster.ControlStop, Run: 51, Reason: "another agent refused"})
 	waitList(t, r.controller, "idle", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
-	if ready := r.prepare(t, "gen-1", 52, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("after a stop before the start: %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 52, closedPlan(tg.URL, 1, time.Second), 0, "after a stop before the start: %+v")
 	if n := tg.Requests(); n != 0 {
 		t.Fatalf("a run never started sent %d requests", n)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
-	"github.com/volley-load/volley/backend/internal/segment"
 )
 
 // Environment of the helper agent process (TestMain runs the agent instead of the tests).
@@ -85,17 +84,8 @@ func TestSIGSTOPResumedLateNoBurst(t *testing.T) {
 			tg := newCountingTarget(t)
 			p := startAgentProcess(t, r, "gen-stop")
 			plan := fmt.Sprintf(`{"name":"sigstop","requests":[{"url":%q}],"think_time":%q,"load":%s,"http":{"timeout":"2s"}}`, tg.URL, c.think, c.load)
-			if ready := r.prepare(t, "gen-stop", 61, plan, segment.Wire{Weights: []int{1}}, fenceAfter); !ready.OK {
-				t.Fatalf("ready %+v", ready)
-			}
-			r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 61, StartAtUnixNano: time.Now().UnixNano()})
-			deadline := time.Now().Add(15 * time.Second)
-			for len(r.stored(t, 61).seconds) < 2 {
-				if time.Now().After(deadline) {
-					t.Fatal("no seconds stored before the stop")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			r.mustPrepare(t, "gen-stop", 61, plan, fenceAfter, "ready %+v")
+			r.startAndWait(t, 61, 2)
 			if err := p.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
