@@ -585,3 +585,21 @@ func TestStopBeforeStartDrops(t *testing.T) {
 		t.Fatalf("a run never started sent %d requests", n)
 	}
 }
+
+// A run stopped after its start message but before its start instant sends nothing; its final
+// (empty, no error) still comes.
+func TestStopBeforeStartInstant(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	r.mustPrepare(t, "gen-1", 71, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 71, StartAtUnixNano: time.Now().Add(30 * time.Second).UnixNano()})
+	r.control(t, cluster.Control{Kind: cluster.ControlStop, Run: 71, Reason: "user"})
+	s := r.waitFinal(t, 71, 10*time.Second)
+	if s.final.Second != 1 || s.final.Error != "" || s.final.Fenced || s.final.StartedUnixNano != 0 || len(s.seconds) != 0 {
+		t.Fatalf("final %+v, seconds %v", *s.final, s.byID)
+	}
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("%d requests", n)
+	}
+}
