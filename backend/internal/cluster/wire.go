@@ -49,6 +49,9 @@ type Prepare struct {
 	// FenceAfterMs: an agent that has had no acknowledgement from the broker for this long stops
 	// its load (fencing).
 	FenceAfterMs int64 `json:"fence_after_ms"`
+	// Secrets are the values of the plan's {{secret.NAME}} references (plan.Plan.Secrets, which
+	// plan JSON never carries); nil when the plan has none. (Added by issue 14's agent side.)
+	Secrets map[string]string `json:"secrets,omitempty"`
 }
 
 // Ready is an agent's answer to Prepare.
