@@ -28,11 +28,12 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin volley \
- && mkdir -p /data && chown volley:volley /data
+ && mkdir -p /data /join && chown volley:volley /data /join
 COPY --from=build /out/volley /usr/local/bin/volley
 USER volley
 WORKDIR /data
 # A named volume inherits /data's owner (uid 10001); a bind mount must be writable by that uid.
+# /join: where docker-compose.yml's volley-join volume carries the join token to the agents.
 VOLUME ["/data"]
 EXPOSE 8080
 # No HTTP client in the slim image: bash's /dev/tcp asks /api/health and wants "200" in the status line.

@@ -2,6 +2,7 @@
 // docker-compose.yml) and the nginx config of the compose target. No Docker engine is needed: the
 // compose file is loaded with compose-go (the loader Docker Compose itself uses) and the Dockerfile
 // is parsed here, so a broken path, a dropped file or a port published beyond loopback fails CI.
+// The Kubernetes manifests (deploy/k8s) are checked without a cluster too: k8s_test.go.
 package deploy
 
 import (

@@ -20,6 +20,7 @@ import (
 func agentCmd() *cobra.Command {
 	var (
 		url, token, id, labels string
+		tokenFile              string
 		weight                 int
 		allowTargets           []string
 	)
@@ -35,11 +36,12 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 		Example: "  volley agent --nats nats://10.0.0.5:4222 --token vly1.… --labels zone=eu,rack=3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if token == "" {
-				token = os.Getenv("VOLLEY_JOIN_TOKEN")
+			token, err := joinToken(token, tokenFile)
+			if err != nil {
+				return err
 			}
 			if url == "" || token == "" {
-				return usageError{errors.New("--nats nats://HOST:PORT and --token (or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
+				return usageError{errors.New("--nats nats://HOST:PORT and --token (or --token-file, or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
 			}
 			tok, err := bus.ParseToken(token)
 			if err != nil {
@@ -70,16 +72,47 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 	}
 	c.Flags().StringVar(&url, "nats", "", "the controller's agents listener, nats://HOST:PORT")
 	c.Flags().StringVar(&token, "token", "", "join token (vly1.…; default $VOLLEY_JOIN_TOKEN, which keeps it out of the process list)")
-	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name); a-z, 0-9, '-'")
+	c.Flags().StringVar(&tokenFile, "token-file", "", "read the join token from this file's first line (e.g. a mounted secret, or volley serve --join-token-file)")
+	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name made an id: lowercase, '.' and '_' as '-', other characters dropped, ≤ 63); a-z, 0-9, '-'")
 	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
 	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
 	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
 	return c
 }
 
-// defaultAgentID is the host name in agent-id form ("agent" if there is none).
+// joinToken is the agent's join token: flag (--token), else the first line of file
+// (--token-file), else $VOLLEY_JOIN_TOKEN; "" if none. Both flags at once is a usage error.
+func joinToken(flag, file string) (string, error) {
+	switch {
+	case flag != "" && file != "":
+		return "", usageError{errors.New("--token and --token-file: give one")}
+	case flag != "":
+		return flag, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if line = strings.TrimSpace(line); line == "" {
+			return "", fmt.Errorf("--token-file %s: the first line is empty", file)
+		}
+		return line, nil
+	}
+	return os.Getenv("VOLLEY_JOIN_TOKEN"), nil
+}
+
+// defaultAgentID is the host name in agent-id form (agentIDFromHost).
 func defaultAgentID() string {
 	h, _ := os.Hostname()
+	return agentIDFromHost(h)
+}
+
+// agentIDFromHost makes a host name an agent id: lowercase, '.' and '_' become '-', other
+// characters are dropped, leading '-' trimmed, cut to 63 ("agent" if nothing valid is left). A
+// container's host name passes unchanged: Docker's is the container id's first 12 hex digits, a
+// Kubernetes pod's is its name (a DNS label), so each replica gets its own id.
+func agentIDFromHost(h string) string {
 	h = strings.ToLower(h)
 	var b strings.Builder
 	for _, r := range h {
@@ -124,9 +157,10 @@ type agentsCtl struct {
 	nc *nats.Conn
 }
 
-// startAgents starts the broker listening for agents on addr and the registry on it.
-func startAgents(addr string) (*agentsCtl, error) {
-	b, err := bus.Start(bus.Config{AgentsListen: addr})
+// startAgents starts the broker listening for agents on addr and the registry on it; a stateDir
+// keeps the join token across restarts (bus.Config.StateDir).
+func startAgents(addr, stateDir string) (*agentsCtl, error) {
+	b, err := bus.Start(bus.Config{AgentsListen: addr, StateDir: stateDir})
 	if err != nil {
 		return nil, fmt.Errorf("--agents-listen: %w", err)
 	}

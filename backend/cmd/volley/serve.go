@@ -65,6 +65,8 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
+	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts")
+	c.Flags().StringVar(&lim.joinTokenFile, "join-token-file", "", "with --agents-listen: write the join token to this file (mode 0600) for agents that read it (volley agent --token-file), e.g. on a shared volume")
 	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
@@ -82,6 +84,8 @@ type serveOpts struct {
 	log               *slog.Logger   // tests: nil logs to stderr
 	caps              plan.Caps      // --max-* and --memory-budget (limits.go); zero: the plan's own ranges only
 	agentsListen      string         // --agents-listen (agent.go); "": no broker, no port
+	agentsState       string         // --agents-state: bus.Config.StateDir; "": a new join token each start
+	joinTokenFile     string         // --join-token-file: where the join token is written; "": nowhere
 }
 
 func defaultServeOpts() serveOpts {
@@ -106,6 +110,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
+	if lim.agentsListen == "" && (lim.agentsState != "" || lim.joinTokenFile != "") {
+		return usageError{errors.New("--agents-state and --join-token-file need --agents-listen")}
+	}
 	if lim.maxConnsPerClient < 0 {
 		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
 	}
@@ -187,11 +194,16 @@ Add an admin first, then start again (everyone then logs in):
 
 	apiOpts := []api.Option{api.WithGuard(guard)}
 	if lim.agentsListen != "" {
-		ag, err := startAgents(lim.agentsListen)
+		ag, err := startAgents(lim.agentsListen, lim.agentsState)
 		if err != nil {
 			return err
 		}
 		defer ag.Close()
+		if lim.joinTokenFile != "" {
+			if err := ag.b.WriteJoinToken(lim.joinTokenFile); err != nil {
+				return fmt.Errorf("--join-token-file: %w", err)
+			}
+		}
 		apiOpts = append(apiOpts, api.WithAgents(ag))
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())

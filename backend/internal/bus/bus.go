@@ -4,7 +4,7 @@
 // By default the embedded server opens no port at all (nats-server's DontListen): the controller
 // and a single-machine run's in-process agent talk over in-process connections. With an agents
 // listener (Config.AgentsListen) it also accepts remote agents over TLS on that address, with a
-// certificate generated at start; agents authenticate with a join token (the secret and the
+// certificate generated at start (or kept in Config.StateDir, so the token survives restarts); agents authenticate with a join token (the secret and the
 // certificate's SHA-256 fingerprint, as kubeadm and k3s join tokens carry a CA hash), which lets
 // them pin the certificate without a CA.
 //
@@ -49,8 +49,12 @@ type Config struct {
 	// StoreDir is where JetStream keeps its file store (snapshots survive a crash); empty: a
 	// memory store (tests, single-machine runs without durability needs).
 	StoreDir string
-	// Secret is the join secret; empty: a random 32-byte one made at start.
+	// Secret is the join secret; empty: a random 32-byte one made at start (or the StateDir's).
 	Secret string
+	// StateDir keeps the agents listener's certificate, key and join secret (IdentityFile), made
+	// on the first start with it, so the join token stays the same across restarts; empty: new
+	// ones at every start. Only used with AgentsListen; a set Secret overrides the file's.
+	StateDir string
 }
 
 // Bus is a running embedded broker.
@@ -118,7 +122,15 @@ func Start(cfg Config) (*Bus, error) {
 		if opts.Port == 0 {
 			opts.Port = server.RANDOM_PORT // nats-server reads port 0 as its default, 4222
 		}
-		if b.cert, b.fp, err = selfSigned(host); err != nil {
+		if cfg.StateDir != "" {
+			var secret string
+			if b.cert, b.fp, secret, err = loadIdentity(cfg.StateDir, host); err != nil {
+				return nil, err
+			}
+			if cfg.Secret == "" {
+				b.secret = secret
+			}
+		} else if b.cert, b.fp, err = selfSigned(host); err != nil {
 			return nil, err
 		}
 		opts.TLSConfig = &tls.Config{Certificates: []tls.Certificate{b.cert}, MinVersion: tls.VersionTLS13}
