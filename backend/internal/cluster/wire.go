@@ -49,6 +49,9 @@ type Prepare struct {
 	// FenceAfterMs: an agent that has had no acknowledgement from the broker for this long stops
 	// its load (fencing).
 	FenceAfterMs int64 `json:"fence_after_ms"`
+	// Secrets are the values of the plan's {{secret.NAME}} references (plan.Plan.Secrets, which
+	// the plan's JSON never carries); the agent sets them on the plan it compiles.
+	Secrets map[string]string `json:"secrets,omitempty"`
 }
 
 // Ready is an agent's answer to Prepare.
