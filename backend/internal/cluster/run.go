@@ -229,8 +229,13 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	r := &run{c: c, spec: spec, hooks: hooks, ids: ids, log: c.log.With("run", spec.Run),
 		merger: NewMerger(spec.Plan, ids, weights)}
 	r.init()
-	// The consumer first: nothing an agent publishes once started can be missed.
-	sub, err := c.js.PullSubscribe(fmt.Sprintf("volley.run.%d.snap.*", spec.Run), "",
+	// A run id is new to a run: whatever the stream holds under it is stale (a store dir that
+	// outlived its database). Then the consumer, before anything starts: nothing is missed.
+	filter := fmt.Sprintf("volley.run.%d.snap.*", spec.Run)
+	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: filter}); err != nil {
+		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
+	}
+	sub, err := c.js.PullSubscribe(filter, "",
 		nats.BindStream(SnapshotStream), nats.AckExplicit(), nats.DeliverAll(), nats.InactiveThreshold(time.Minute))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: the run's snapshot consumer: %w", err)
@@ -364,15 +369,16 @@ type run struct {
 	merger  *Merger
 	startAt time.Time
 
-	next     int                    // the next second to merge
-	pending  map[int][]*SecondPart  // unmerged seconds' parts, by second, in part order
-	seen     []map[int]struct{}     // each agent's seconds handed to OnAgentSecond
-	finals   []*FinalPart           // each agent's final part
-	finalSec []int                  // the Second of each agent's final (0: none yet)
-	started  []int64                // each agent's StartedUnixNano (0: not said)
-	lost     []bool                 // lost: presence expired, or no final by the end
-	lastSec  []int                  // each agent's highest second delivered
-	warned   map[string]struct{}    // what was logged once
+	planned  int                   // the last second the plan can have (length + graceful stop, rounded up, + 1)
+	next     int                   // the next second to merge
+	pending  map[int][]*SecondPart // unmerged seconds' parts, by second, in part order
+	seen     []map[int]struct{}    // each agent's seconds handed to OnAgentSecond
+	finals   []*FinalPart          // each agent's final part
+	finalSec []int                 // the Second of each agent's final (0: none yet)
+	started  []int64               // each agent's StartedUnixNano (0: not said)
+	lost     []bool                // lost: presence expired, or no final by the end
+	lastSec  []int                 // each agent's highest second delivered
+	warned   map[string]struct{}   // what was logged once
 	degraded bool
 	failures []string // agents' run errors
 }
@@ -384,6 +390,8 @@ func (r *run) init() {
 		r.index[id] = i
 	}
 	r.next = 1
+	load := r.spec.Plan.Plan.Load
+	r.planned = int((load.Length()+load.GracefulStop.D()+time.Second-1)/time.Second) + 1
 	r.pending = map[int][]*SecondPart{}
 	r.seen = make([]map[int]struct{}, n)
 	for i := range r.seen {
@@ -476,6 +484,10 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		now := r.c.now()
 		r.watch(now)
 		over := !now.Before(end)
+		if over && !stopped {
+			stopped = true // whoever still runs past the end is told to stop
+			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "the run's end has passed"})
+		}
 		if over {
 			for i := range r.ids {
 				if r.finals[i] == nil && !r.lost[i] {
@@ -588,7 +600,7 @@ func (r *run) lastSecond() (last int, known bool) {
 }
 
 // closeSeconds merges, in order, every second that every agent still expected has delivered or
-// whose grace is past; over (the run's end passed): every second up to the last any agent
+// whose grace is past (up to the plan's last possible second); over (the run's end passed): every second up to the last any agent
 // delivered.
 func (r *run) closeSeconds(now time.Time, over bool) {
 	for {
@@ -607,7 +619,7 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 				waiting = true
 			}
 		}
-		due := !now.Before(r.startAt.Add(time.Duration(s)*time.Second + SecondGrace))
+		due := s <= r.planned && !now.Before(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace))
 		if waiting && !due && !over {
 			return
 		}

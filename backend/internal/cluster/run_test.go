@@ -28,6 +28,7 @@ type env struct {
 	clk   *testutil.Clock
 	co    *Coordinator
 	ticks chan struct{}
+	ended chan struct{} // closed when the run returns
 	logs  *recLog
 }
 
@@ -75,6 +76,8 @@ func (e *env) at(d time.Duration, beating ...*fakeAgent) {
 	for range 2 {
 		select {
 		case <-e.ticks:
+		case <-e.ended:
+			return
 		case <-time.After(10 * time.Second):
 			e.t.Fatal("the run stopped looking at its clock")
 		}
@@ -295,9 +298,11 @@ type result struct {
 
 func (e *env) run(ctx context.Context, spec RunSpec, h *hooks) <-chan result {
 	out := make(chan result, 1)
+	e.ended = make(chan struct{})
 	go func() {
 		s, err := e.co.Run(ctx, spec, h.RunHooks())
 		out <- result{s, err}
+		close(e.ended)
 	}()
 	return out
 }
@@ -373,7 +378,7 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	h.none(t) // seconds 4 and 5 are not due yet
 
 	// b stops beating: past the presence TTL it is lost; the rest merges without it.
-	e.at(9*time.Second, a)
+	e.at(8500*time.Millisecond, a) // seconds 4 and 5 due, 6 (if b had it) not yet
 	e.at(11500*time.Millisecond, a)
 	for s := 4; s <= 5; s++ {
 		if m := h.next(t); m.ElapsedS != s || m.MissingShare != 0.5 || strings.Join(m.MissingAgents, ",") != "b" {
