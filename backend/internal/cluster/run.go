@@ -456,6 +456,7 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 	defer func() {
 		if p := recover(); p != nil {
 			sum, err = nil, fmt.Errorf("cluster: run %d: %v", r.spec.Run, p)
+			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: err.Error()})
 		}
 	}()
 	load := r.spec.Plan.Plan.Load

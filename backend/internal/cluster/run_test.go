@@ -510,3 +510,31 @@ func TestPick(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A hook that panics fails the run (not the server) and the agents are told to stop.
+func TestPanickingHookStopsTheRun(t *testing.T) {
+	e := newEnv(t)
+	a := e.agent("a", 1, Ready{OK: true})
+	res := make(chan error, 1)
+	go func() {
+		_, err := e.co.Run(context.Background(), RunSpec{Run: 5, Plan: testPlan(t), Agents: pickAll(t, e, 1)},
+			RunHooks{OnAgentSecond: func(string, metrics.Sample) { panic("sink broke") }})
+		res <- err
+	}()
+	<-a.prepared
+	if c := a.control(); c.Kind != ControlStart {
+		t.Fatalf("%+v", c)
+	}
+	a.second(5, 1, 1)
+	select {
+	case err := <-res:
+		if err == nil || !strings.Contains(err.Error(), "sink broke") {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the run went on")
+	}
+	if c := a.control(); c.Kind != ControlStop || !strings.Contains(c.Reason, "sink broke") {
+		t.Fatalf("%+v", c)
+	}
+}
