@@ -130,3 +130,4 @@ func indexValue(i int) int64 {
 	}
 	return sub << uint(bucket)
 }
+
