@@ -74,9 +74,9 @@ type Merger struct {
 
 	dec    metrics.HistDecoder
 	enc    metrics.HistEncoder
-	second []int64         // the second being merged (reused)
-	soFar  []int64         // every merged second's latencies added
-	hist   *hdr.Histogram  // reused for percentiles
+	second []int64        // the second being merged (reused)
+	soFar  []int64        // every merged second's latencies added
+	hist   *hdr.Histogram // reused for percentiles
 	names  map[string]*nameSoFar
 	fails  map[failKey]*failSoFar
 	nFails int // groups counted on their own (at most metrics.MaxFailureGroups)

@@ -23,17 +23,17 @@ const (
 // schedule (start + k·interval), and into the Summary at the end. It runs in its own goroutine;
 // the VUs never wait for it.
 type collector struct {
-	e                  *Engine
-	sampler            *procstat.Sampler
-	cur, prev, delta   *metrics.Counts
-	lastTick           time.Time
-	lastActive         int64 // ActiveVUs of the previous sample
-	k                  int
-	secs               []FinalSecond // the seconds so far (final.go)
-	boundCPU           float64
-	levels             []FinalLevel // a stepped executor's (concurrency-sweep) levels; nil for the others
-	sweep              stepper      // nil for executors without levels
-	nameCur, namePrev  []metrics.NameCount
+	e                 *Engine
+	sampler           *procstat.Sampler
+	cur, prev, delta  *metrics.Counts
+	lastTick          time.Time
+	lastActive        int64 // ActiveVUs of the previous sample
+	k                 int
+	secs              []FinalSecond // the seconds so far (final.go)
+	boundCPU          float64
+	levels            []FinalLevel // a stepped executor's (concurrency-sweep) levels; nil for the others
+	sweep             stepper      // nil for executors without levels
+	nameCur, namePrev []metrics.NameCount
 
 	// reused every second: no per-second histogram allocation but the encoded string
 	hist, lagHist *hdr.Histogram

@@ -11,11 +11,11 @@ import (
 // targetSide is the collector's view of the run's monitors (package monitor): it attaches each
 // second's values to the sample and gathers the sweep levels' server columns.
 type targetSide struct {
-	set    *monitor.Set // nil without monitors
-	server string       // the monitor whose CPU and memory are the sweep's server columns; "" none
-	node   bool         // server is a node monitor (host CPU of all cores) rather than a process one
+	set    *monitor.Set  // nil without monitors
+	server string        // the monitor whose CPU and memory are the sweep's server columns; "" none
+	node   bool          // server is a node monitor (host CPU of all cores) rather than a process one
 	levels []ServerLevel // per sweep level
-	now    serverSecond // this second's server figures (set by attach)
+	now    serverSecond  // this second's server figures (set by attach)
 }
 
 type serverSecond struct {

@@ -130,4 +130,3 @@ func indexValue(i int) int64 {
 	}
 	return sub << uint(bucket)
 }
-
