@@ -21,14 +21,17 @@ func agentCmd() *cobra.Command {
 	var (
 		url, token, id, labels string
 		weight                 int
+		allowTargets           []string
 	)
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "Join a volley serve as a load generator (scale-out, work in progress)",
 		Long: `Join the controller (volley serve --agents-listen ADDR) as a load generator: connect over
 TLS with the join token the controller prints (or GET /api/agents/token), say hello and show up on
-the Agents page. The agent reconnects forever if the controller goes away. Running plans on agents
-comes next.`,
+the Agents page. The agent reconnects forever if the controller goes away. It runs its share of the
+plans the controller sends it; --allow-target limits the hosts those plans may aim at (HOST or
+HOST:PORT entries, HOST an IP, CIDR, name or *.suffix; a URL without a port matches only entries
+without one): a plan aimed elsewhere is refused, naming the host.`,
 		Example: "  volley agent --nats nats://10.0.0.5:4222 --token vly1.… --labels zone=eu,rack=3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,10 +58,14 @@ comes next.`,
 			if weight < 0 || weight > 1000 {
 				return usageError{fmt.Errorf("--weight %d: 0 (its cores) or 1-1000", weight)}
 			}
+			if _, err := agent.ParseTargets(allowTargets); err != nil {
+				return usageError{fmt.Errorf("--allow-target: %w", err)}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			return agent.Run(ctx, agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log})
+			return agent.Run(ctx, agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log,
+				AllowTargets: allowTargets})
 		},
 	}
 	c.Flags().StringVar(&url, "nats", "", "the controller's agents listener, nats://HOST:PORT")
@@ -66,6 +73,7 @@ comes next.`,
 	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name); a-z, 0-9, '-'")
 	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
 	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
+	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
 	return c
 }
 

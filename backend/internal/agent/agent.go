@@ -1,7 +1,12 @@
 // Package agent is the `volley agent` loop: it joins the controller's broker with a join token,
 // says hello (refused on an incompatible protocol or histogram geometry) and publishes its
 // presence every bus.PresenceInterval. It reconnects forever; after a reconnect it says hello
-// again (a restarted controller has forgotten it). Running plans on agents comes next.
+// again (a restarted controller has forgotten it).
+//
+// It runs its share of a plan when the controller asks (run.go; docs/scale-out.md): Prepare →
+// Ready, start at one instant on the controller's clock, one JetStream snapshot per second
+// (spooled in order while the broker is away, spool.go) and a final one; it fences itself (stops
+// its load) when the broker has acknowledged nothing for the run's fence_after.
 package agent
 
 import (
@@ -32,7 +37,15 @@ type Config struct {
 	Log     *slog.Logger
 	// Hello overrides the hello sent (tests of refusals); nil: the agent's own.
 	Hello func(bus.Hello) bus.Hello
+	// AllowTargets is the agent's --allow-target list: HOST or HOST:PORT entries (see Targets for
+	// the matching rule); a plan aimed at any other host is refused at Prepare. Empty: no
+	// restriction beyond the engine's built-in target policy (netpolicy.Default).
+	AllowTargets []string
 }
+
+// shutdownDrain is how long a stopping agent waits for its unacknowledged snapshots to reach the
+// broker.
+const shutdownDrain = 5 * time.Second
 
 // RefusedError is the controller's refusal of the agent at hello.
 type RefusedError struct{ Reason string }
@@ -46,6 +59,10 @@ func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	allow, err := ParseTargets(cfg.AllowTargets)
+	if err != nil {
+		return err
 	}
 	rejoin := make(chan struct{}, 1)
 	nc, err := bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token,
@@ -74,11 +91,33 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("joined the controller", "url", cfg.URL, "id", cfg.ID)
 
+	w, err := newWorker(ctx, nc, cfg.ID, allow, log)
+	if err != nil {
+		return err
+	}
+	pubCtx, stopPub := context.WithCancel(context.Background())
+	defer stopPub()
+	sub, err := w.start(pubCtx)
+	if err != nil {
+		return fmt.Errorf("agent %s: cannot follow its prepare subject: %w", cfg.ID, err)
+	}
+	defer func() {
+		// At the agent's end: no new run; a running one ends (its engine's context is the
+		// agent's); its final and any spooled seconds get shutdownDrain to reach the broker.
+		_ = sub.Unsubscribe()
+		w.runs.Wait()
+		deadline := time.Now().Add(shutdownDrain)
+		for w.sp.len() > 0 && time.Now().Before(deadline) && !nc.IsClosed() {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+
 	ps := procstat.New()
 	subject := bus.PresenceSubject(cfg.ID)
 	beat := func() {
 		st := ps.Read()
-		b, _ := json.Marshal(bus.Presence{State: "idle", Cores: hello.Cores, CPUPercent: st.CPUPercent, RSSBytes: st.RSSBytes})
+		state, run := w.state()
+		b, _ := json.Marshal(bus.Presence{State: state, Run: run, Cores: hello.Cores, CPUPercent: st.CPUPercent, RSSBytes: st.RSSBytes})
 		_ = nc.Publish(subject, b) // while cut off, nats.go buffers it; a stale beat is harmless
 	}
 	beat()
@@ -88,6 +127,8 @@ func Run(ctx context.Context, cfg Config) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-w.beat:
+			beat()
 		case <-rejoin:
 			if err := sayHello(ctx, nc, hello, log); err != nil {
 				return err

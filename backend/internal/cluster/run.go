@@ -546,9 +546,8 @@ func (r *run) take(m incoming) {
 	r.lastSec[i] = max(r.lastSec[i], s.Second)
 	part := s.Part
 	part.Sample.ElapsedS = s.Second
-	part.Sample.Hist = part.Hist
 	if r.hooks.OnAgentSecond != nil {
-		r.hooks.OnAgentSecond(m.agent, part.Sample)
+		r.hooks.OnAgentSecond(m.agent, part.Full())
 	}
 	if s.Second < r.next {
 		return // merged already without it

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/testutil"
@@ -212,7 +213,7 @@ func (a *fakeAgent) second(run int64, s int, n int64) {
 func (a *fakeAgent) final(run int64, s int, started int64) {
 	a.e.t.Helper()
 	a.publish(run, Snapshot{Run: run, Agent: a.id, Second: s, StartedUnixNano: started,
-		Final: NewFinalPart(nil, &metrics.Summary{Requests: 1})}, "")
+		Final: &FinalPart{State: &engine.Final{DurationS: float64(s - 1), Requests: 10, Successes: 10}}}, "")
 }
 
 // control waits for the agent's next control message.
@@ -358,7 +359,7 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	a.second(7, 2, 10)
 	b.second(7, 2, 10)
 	for s := 1; s <= 2; s++ { // complete: merged at once, before any deadline
-		if m := h.next(t); m.ElapsedS != s || m.MissingShare != 0 || len(m.MissingAgents) != 0 {
+		if m := h.next(t); m.ElapsedS != s || m.Requests != 20 || m.MissingShare != 0 || len(m.MissingAgents) != 0 {
 			t.Fatalf("second %d: %+v", s, m)
 		}
 	}
@@ -389,7 +390,7 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 ||
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 || r.sum.Requests != 10 ||
 		r.sum.StartSkewMs == nil || *r.sum.StartSkewMs != 3 {
 		t.Fatalf("summary %+v", r.sum)
 	}
@@ -427,7 +428,7 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 
 	e.at(MinStartDelay+time.Second+SecondGrace, a, b) // second 1 closes without b
 	m := h.next(t)
-	if m.ElapsedS != 1 || strings.Join(m.MissingAgents, ",") != "b" || m.MissingShare < 0.33 || m.MissingShare > 0.34 {
+	if m.ElapsedS != 1 || m.Requests != 5 || strings.Join(m.MissingAgents, ",") != "b" || m.MissingShare < 0.33 || m.MissingShare > 0.34 {
 		t.Fatalf("second 1: %+v", m)
 	}
 	b.second(9, 1, 5) // late: stored, not merged again
@@ -435,14 +436,14 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 	a.second(9, 2, 5)
 	a.final(9, 3, 0)
 	b.final(9, 3, 0)
-	if m := h.next(t); m.ElapsedS != 2 || m.MissingShare != 0 {
+	if m := h.next(t); m.ElapsedS != 2 || m.Requests != 10 || m.MissingShare != 0 {
 		t.Fatalf("second 2: %+v", m)
 	}
 	r := wait(t, res)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || len(r.sum.LostAgents) != 0 || r.sum.StartSkewMs != nil {
+	if !r.sum.Degraded || len(r.sum.LostAgents) != 0 || r.sum.StartSkewMs != nil || r.sum.Requests != 20 || r.sum.Agents != 2 {
 		t.Fatalf("summary %+v", r.sum)
 	}
 	h.none(t)

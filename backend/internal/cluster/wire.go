@@ -50,7 +50,7 @@ type Prepare struct {
 	// its load (fencing).
 	FenceAfterMs int64 `json:"fence_after_ms"`
 	// Secrets are the values of the plan's {{secret.NAME}} references (plan.Plan.Secrets, which
-	// the plan's JSON never carries); the agent sets them on the plan it compiles.
+	// plan JSON never carries); nil when the plan has none. (Added by issue 14's agent side.)
 	Secrets map[string]string `json:"secrets,omitempty"`
 }
 

@@ -336,6 +336,36 @@ func (p *Policy) judgeHost(host string) (allowed bool, err error) {
 	return false, nil
 }
 
+// AllowedByRule reports whether host (as CheckHost takes it: a URL host or http.hosts value,
+// with or without port and brackets, in any spelling the package doc lists) is matched by one of
+// the policy's allow rules: a numeric host by a CIDR or IP rule (any of its forms), a name by a
+// name or "*.suffix" rule. Built-in and deny rules play no part: it answers "did the
+// administrator list this host?", e.g. for an agent's own --allow-target list.
+func (p *Policy) AllowedByRule(host string) bool {
+	canon, bad := canonicalHost(stripPort(host))
+	if bad != "" {
+		return false
+	}
+	if a, ok := Literal(canon); ok {
+		forms := Forms(a)
+		for i := range p.allow {
+			for _, f := range forms {
+				if p.allow[i].matchAddr(f) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	n := normName(canon)
+	for i := range p.allow {
+		if p.allow[i].matchName(n) {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckAddr judges one IP address (decision order in the package doc). It returns nil or a
 // *Denied.
 func (p *Policy) CheckAddr(a netip.Addr) error {

@@ -324,3 +324,25 @@ func TestGuardRefusesBeforeConnect(t *testing.T) {
 		t.Fatalf("the listener accepted %d connections, want exactly 1 (the allowed dial)", n)
 	}
 }
+
+// AllowedByRule answers whether an allow rule names the host — by address in any spelling, by
+// name or pattern — whatever the built-in and deny rules say.
+func TestAllowedByRule(t *testing.T) {
+	p, err := New([]string{"127.0.0.1", "10.0.0.0/8", "*.internal", "api.test", "169.254.169.254"}, []string{"api.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.0.0.1:8080": true, "2130706433": true, "[::ffff:127.0.0.1]:80": true, "127.0.0.2": false,
+		"10.200.0.1:443": true, "db.internal": true, "DB.Internal.:5432": true, "internal": false,
+		"api.test": true, "api.test.evil": false, "169.254.169.254": true, "0xA9FEA9FE": true,
+		"metadata.google.internal": true, "evil.test": false, "bad..name": false,
+	} {
+		if got := p.AllowedByRule(host); got != want {
+			t.Errorf("AllowedByRule(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if Default().AllowedByRule("127.0.0.1") {
+		t.Error("the default policy has no allow rule")
+	}
+}

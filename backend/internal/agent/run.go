@@ -1,0 +1,507 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/segment"
+)
+
+// Timing of a run on an agent (docs/scale-out.md, "The agent's side of a run").
+const (
+	// PrepareTTL: a prepared run that gets no start within it is dropped (the agent is idle again).
+	PrepareTTL = 30 * time.Second
+	// ClockProbes is how many clock probes Prepare makes; the one with the smallest round trip
+	// gives the offset (as NTP's clock filter keeps the sample of least delay, RFC 5905 §10).
+	ClockProbes = 5
+	// maxStartWait bounds how far in the future (on the agent's clock) a start may be: a start
+	// further out says the clocks disagree beyond what a probe measured.
+	maxStartWait = time.Minute
+	// pingEvery: while a run is watched, the agent pings the broker (a flush) this often, so that
+	// an acknowledgement comes at least once a second even between snapshots; fenceTick is how
+	// often the lease is checked.
+	pingEvery = 500 * time.Millisecond
+	fenceTick = 100 * time.Millisecond
+)
+
+// testPoint is called at named points of a run ("run": just before the engine starts); tests set
+// it (before the agent starts) to panic there.
+var testPoint = func(where string, run int64) {}
+
+// worker is an agent's run side: it answers Prepare, follows its run's control subject, runs the
+// engine and publishes the snapshots.
+type worker struct {
+	id    string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	log   *slog.Logger
+	allow *Targets // nil: no --allow-target list
+	sp    *spool
+	ctx   context.Context // the agent's life
+	beat  chan struct{}   // capacity 1: publish presence now (the state changed)
+	base  time.Time       // monotonic origin of lastAck
+	runs  sync.WaitGroup
+	ackNs atomic.Int64             // last broker acknowledgement, ns since base
+	watch atomic.Pointer[runState] // the run whose lease is watched, nil: none
+	mu    sync.Mutex               // guards cur and runState.started
+	cur   *runState                // the prepared or running run, nil: idle
+}
+
+// runState is the one run an agent has prepared or runs.
+type runState struct {
+	id         int64
+	controller string
+	eng        *engine.Engine
+	offset     time.Duration // the agent's clock minus the controller's
+	fenceAfter time.Duration
+	ctx        context.Context // cancelled by stop or fencing
+	cancel     context.CancelFunc
+	sub        *nats.Subscription // its control subject
+	drop       *time.Timer        // drops it unstarted after PrepareTTL
+	started    bool               // a start was taken (guarded by worker.mu)
+
+	fenced     atomic.Bool
+	startedCtl atomic.Int64 // the engine's start on the controller's clock (unix ns), 0 before
+	last       atomic.Int64 // the last second sampled
+	first      atomic.Bool  // the first second went out (it carries StartedUnixNano)
+}
+
+func newWorker(ctx context.Context, nc *nats.Conn, id string, allow *Targets, log *slog.Logger) (*worker, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{id: id, nc: nc, js: js, log: log, allow: allow, sp: newSpool(), ctx: ctx,
+		beat: make(chan struct{}, 1), base: time.Now()}
+	return w, nil
+}
+
+// start subscribes the agent's prepare subject and starts the publisher (until pubCtx ends).
+func (w *worker) start(pubCtx context.Context) (*nats.Subscription, error) {
+	sub, err := w.nc.Subscribe(cluster.PrepareSubject(w.id), w.onPrepare)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for pubCtx.Err() == nil { // a panic restarts the publisher
+			w.publish(pubCtx)
+		}
+	}()
+	return sub, nil
+}
+
+// state is what presence shows: "running" and the run from an accepted Prepare until the run's
+// final snapshot is spooled (or the prepared run is dropped), else "idle".
+func (w *worker) state() (string, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur != nil {
+		return "running", w.cur.id
+	}
+	return "idle", 0
+}
+
+func (w *worker) changed() {
+	select {
+	case w.beat <- struct{}{}:
+	default:
+	}
+}
+
+// recoverIn is deferred at the top of the agent's goroutines and callbacks: a panic is logged
+// with its stack and handed to then (nil: nothing else), never crashing the agent.
+func (w *worker) recoverIn(where string, then func(error)) {
+	if r := recover(); r != nil {
+		err := fmt.Errorf("internal error in agent %s (%s): %v", w.id, where, r)
+		w.log.Error("recovered", "err", err, "stack", string(debug.Stack()))
+		if then != nil {
+			then(err)
+		}
+	}
+}
+
+// acked records a broker acknowledgement now. A gap since the previous one longer than the
+// watched run's fence_after fences that run even if the watcher did not see it lapse (a process
+// stopped with SIGSTOP and resumed: its first acknowledgement after the resume must not renew the
+// lease).
+func (w *worker) acked() {
+	now := int64(time.Since(w.base))
+	for {
+		prev := w.ackNs.Load()
+		if now <= prev {
+			return
+		}
+		if w.ackNs.CompareAndSwap(prev, now) {
+			if rs := w.watch.Load(); rs != nil && time.Duration(now-prev) > rs.fenceAfter {
+				w.fence(rs, time.Duration(now-prev))
+			}
+			return
+		}
+	}
+}
+
+// sinceAck is how long ago the last broker acknowledgement came.
+func (w *worker) sinceAck() time.Duration { return time.Since(w.base) - time.Duration(w.ackNs.Load()) }
+
+// fence stops rs's load: its engine's context is cancelled (no iteration starts after that; the
+// plan's graceful stop applies to those in flight) and its final says Fenced.
+func (w *worker) fence(rs *runState, silent time.Duration) {
+	if rs.fenced.CompareAndSwap(false, true) {
+		w.log.Warn("no acknowledgement from the broker: stopping the load (fenced)", "run", rs.id,
+			"silent", silent.Round(time.Millisecond), "fence_after", rs.fenceAfter)
+		rs.cancel()
+	}
+}
+
+// refusal is a Ready refusing a Prepare, naming this agent.
+func (w *worker) refusal(err error) cluster.Ready {
+	r := cluster.Ready{Error: fmt.Sprintf("agent %s: %v", w.id, err)}
+	var ve *plan.ValidationError
+	if errors.As(err, &ve) {
+		r.Fields = ve.Fields
+	}
+	return r
+}
+
+func (w *worker) onPrepare(m *nats.Msg) {
+	reply := func(r cluster.Ready) {
+		b, _ := json.Marshal(r)
+		if err := m.Respond(b); err != nil {
+			w.log.Warn("cannot answer prepare", "err", err)
+		}
+	}
+	defer w.recoverIn("prepare", func(err error) { reply(cluster.Ready{Error: err.Error()}) })
+	reply(w.prepare(m.Data))
+}
+
+// prepare validates a Prepare and makes its run ready (Ready.OK), or says why not.
+func (w *worker) prepare(data []byte) cluster.Ready {
+	if len(data) > bus.MaxPayload {
+		return w.refusal(fmt.Errorf("the prepare message is %d bytes; at most %d", len(data), bus.MaxPayload))
+	}
+	var p cluster.Prepare
+	if err := json.Unmarshal(data, &p); err != nil {
+		return w.refusal(fmt.Errorf("unreadable prepare message: %w", err))
+	}
+	if busy := w.busyWith(p); busy != nil {
+		return w.refusal(fmt.Errorf("busy with run %d", busy.id))
+	}
+	c, err := plan.ParseCompiled(p.Plan)
+	if err != nil {
+		return w.refusal(fmt.Errorf("the plan is not valid: %w", err))
+	}
+	c.Plan.Secrets = p.Secrets
+	seg, err := segment.FromWire(p.Segment)
+	if err != nil {
+		return w.refusal(err)
+	}
+	policy := netpolicy.Default()
+	if w.allow != nil {
+		if err := plan.CheckTargets(c.Plan, w.allow); err != nil {
+			return w.refusal(fmt.Errorf("the plan aims outside this agent's --allow-target list: %w", err))
+		}
+		policy = w.allow.Policy()
+	}
+	if err := plan.CheckTargets(c.Plan, policy); err != nil {
+		return w.refusal(fmt.Errorf("the plan aims at a denied target: %w", err))
+	}
+	rs := &runState{id: p.Run, controller: p.Controller, fenceAfter: time.Duration(p.FenceAfterMs) * time.Millisecond}
+	if rs.fenceAfter <= 0 {
+		rs.fenceAfter = cluster.DefaultFenceAfter
+	}
+	rs.ctx, rs.cancel = context.WithCancel(w.ctx)
+	if rs.eng, err = engine.New(c, engine.Options{Segment: seg, Policy: policy, OnSample: w.onSample(rs)}); err != nil {
+		rs.cancel()
+		return w.refusal(err)
+	}
+	offset, rtt, err := w.probeClock()
+	if err != nil {
+		rs.cancel()
+		return w.refusal(err)
+	}
+	rs.offset = offset
+	if rs.sub, err = w.nc.Subscribe(cluster.RunControlSubject(p.Run), w.onControl(rs)); err == nil {
+		err = w.nc.FlushTimeout(5 * time.Second) // the start must not be missed: the server has the subscription
+	}
+	if err != nil {
+		w.release(rs)
+		return w.refusal(fmt.Errorf("cannot follow the run's control subject: %w", err))
+	}
+	w.mu.Lock()
+	if old := w.cur; old != nil && old != w.replaceable(p) {
+		w.mu.Unlock()
+		w.release(rs)
+		return w.refusal(fmt.Errorf("busy with run %d", old.id))
+	} else if old != nil {
+		w.dropLocked(old)
+	}
+	w.cur = rs
+	rs.drop = time.AfterFunc(PrepareTTL, func() { w.dropUnstarted(rs, "no start within "+PrepareTTL.String()) })
+	w.mu.Unlock()
+	w.changed()
+	peak := c.Plan.Load.PeakVUs()
+	return cluster.Ready{OK: true, VUs: int(seg.Count(int64(peak))),
+		ClockOffsetMs: float64(offset) / float64(time.Millisecond), RTTMs: float64(rtt) / float64(time.Millisecond)}
+}
+
+// busyWith returns the run that makes the agent refuse p (nil: none). A Prepare for the run the
+// agent has prepared but not started (the controller asking again) replaces it.
+func (w *worker) busyWith(p cluster.Prepare) *runState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur != nil && w.cur != w.replaceable(p) {
+		return w.cur
+	}
+	return nil
+}
+
+// replaceable is the current run if p may replace it (same run and controller, not started).
+func (w *worker) replaceable(p cluster.Prepare) *runState {
+	if c := w.cur; c != nil && c.id == p.Run && c.controller == p.Controller && !c.started {
+		return c
+	}
+	return nil
+}
+
+// probeClock asks the controller's clock ClockProbes times (bus.SubjectTime → cluster.TimeReply)
+// and keeps the probe of the smallest round trip: offset = agent − controller, from the midpoint
+// of the agent's send and receive times (NTP's offset with the controller's receive and send
+// taken as one instant, RFC 5905 §8). Each answered probe is a broker acknowledgement.
+func (w *worker) probeClock() (offset, rtt time.Duration, err error) {
+	rtt = -1
+	for range ClockProbes {
+		t0 := time.Now()
+		m, err := w.nc.Request(bus.SubjectTime, nil, 2*time.Second)
+		t1 := time.Now()
+		if err != nil {
+			return 0, 0, fmt.Errorf("the controller did not answer the clock probe (%s): %w", bus.SubjectTime, err)
+		}
+		w.acked()
+		var tr cluster.TimeReply
+		if err := json.Unmarshal(m.Data, &tr); err != nil || tr.UnixNano == 0 {
+			return 0, 0, fmt.Errorf("unreadable clock probe answer %q", m.Data)
+		}
+		if d := t1.Sub(t0); rtt < 0 || d < rtt {
+			rtt = d
+			mid := t0.UnixNano() + int64(d/2)
+			offset = time.Duration(mid - tr.UnixNano)
+		}
+	}
+	return offset, rtt, nil
+}
+
+// onControl handles rs's control messages; others (another controller, another run) are ignored.
+func (w *worker) onControl(rs *runState) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		defer w.recoverIn("control", nil)
+		var c cluster.Control
+		if err := json.Unmarshal(m.Data, &c); err != nil || c.Run != rs.id || c.Controller != rs.controller {
+			return
+		}
+		switch c.Kind {
+		case cluster.ControlStart:
+			w.mu.Lock()
+			if w.cur != rs || rs.started {
+				w.mu.Unlock()
+				return
+			}
+			rs.started = true
+			rs.drop.Stop()
+			w.mu.Unlock()
+			w.acked() // the broker just delivered the start
+			w.runs.Add(1)
+			go w.run(rs, c.StartAtUnixNano)
+		case cluster.ControlStop:
+			w.mu.Lock()
+			started := rs.started
+			w.mu.Unlock()
+			if !started {
+				w.dropUnstarted(rs, "stopped before its start: "+c.Reason)
+				return
+			}
+			w.log.Info("stop", "run", rs.id, "reason", c.Reason)
+			rs.cancel()
+		}
+	}
+}
+
+// dropUnstarted drops rs if it is still prepared and unstarted.
+func (w *worker) dropUnstarted(rs *runState, why string) {
+	w.mu.Lock()
+	if w.cur != rs || rs.started {
+		w.mu.Unlock()
+		return
+	}
+	w.dropLocked(rs)
+	w.mu.Unlock()
+	w.log.Info("prepared run dropped", "run", rs.id, "why", why)
+	w.changed()
+}
+
+// dropLocked forgets rs (w.mu held).
+func (w *worker) dropLocked(rs *runState) {
+	w.cur = nil
+	if rs.drop != nil {
+		rs.drop.Stop()
+	}
+	w.release(rs)
+}
+
+// release frees rs's subscription and context.
+func (w *worker) release(rs *runState) {
+	rs.cancel()
+	if rs.sub != nil {
+		_ = rs.sub.Unsubscribe()
+	}
+}
+
+// run waits for the start instant, runs the engine, and spools the final snapshot.
+func (w *worker) run(rs *runState, startAt int64) {
+	defer w.runs.Done()
+	defer func() {
+		w.mu.Lock()
+		if w.cur == rs {
+			w.cur = nil
+		}
+		w.mu.Unlock()
+		w.release(rs)
+		w.changed()
+	}()
+	sum, err := w.runEngine(rs, startAt)
+	w.spoolFinal(rs, sum, err)
+}
+
+// runEngine runs rs's engine at startAt (the controller's clock, unix ns), watching the broker
+// lease meanwhile. A panic here (the engine recovers its own) fails the run, not the agent.
+func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, err error) {
+	defer w.recoverIn("run", func(e error) { err = e })
+	stop := w.watchLease(rs)
+	defer stop()
+	// The start on this agent's clock, waited for on the monotonic clock (a wall-clock step
+	// during the wait does not move it).
+	wait := time.Duration(startAt + int64(rs.offset) - time.Now().UnixNano())
+	if wait > maxStartWait {
+		return &metrics.Summary{}, fmt.Errorf("agent %s: the start is %s away on its clock (at most %s): the clocks disagree", w.id, wait.Round(time.Millisecond), maxStartWait)
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-rs.ctx.Done():
+			t.Stop()
+		}
+	}
+	if rs.ctx.Err() != nil {
+		if rs.fenced.Load() {
+			return &metrics.Summary{}, nil
+		}
+		return &metrics.Summary{}, fmt.Errorf("agent %s: stopped before its start", w.id)
+	}
+	rs.startedCtl.Store(time.Now().UnixNano() - int64(rs.offset))
+	testPoint("run", rs.id)
+	w.log.Info("run started", "run", rs.id, "offset", rs.offset)
+	return rs.eng.Run(rs.ctx)
+}
+
+// watchLease fences rs when no broker acknowledgement has come for its fence_after, checking
+// every fenceTick and pinging the broker every pingEvery (a successful flush is an
+// acknowledgement); stop ends both.
+func (w *worker) watchLease(rs *runState) (stop func()) {
+	done := make(chan struct{})
+	w.watch.Store(rs)
+	go func() {
+		defer w.recoverIn("lease watch", func(error) { w.fence(rs, w.sinceAck()) })
+		t := time.NewTicker(fenceTick)
+		defer t.Stop()
+		for {
+			if d := w.sinceAck(); d > rs.fenceAfter {
+				w.fence(rs, d)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	go func() {
+		defer w.recoverIn("ping", nil)
+		t := time.NewTicker(pingEvery)
+		defer t.Stop()
+		for {
+			if err := w.nc.FlushTimeout(time.Second); err == nil {
+				w.acked()
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		w.watch.CompareAndSwap(rs, nil)
+		close(done)
+	}
+}
+
+// onSample is rs's engine's OnSample: it spools the second (never blocking the collector).
+func (w *worker) onSample(rs *runState) func(metrics.Sample) {
+	return func(s metrics.Sample) {
+		rs.last.Store(int64(s.ElapsedS))
+		snap := cluster.Snapshot{Run: rs.id, Agent: w.id, Second: s.ElapsedS, Part: cluster.NewSecondPart(s)}
+		if rs.first.CompareAndSwap(false, true) {
+			snap.StartedUnixNano = rs.startedCtl.Load()
+		}
+		w.spoolSnap(snap, false)
+	}
+}
+
+// spoolFinal spools rs's final snapshot: its share's summary, the error, whether it fenced.
+func (w *worker) spoolFinal(rs *runState, sum *metrics.Summary, runErr error) {
+	snap := cluster.Snapshot{Run: rs.id, Agent: w.id, Second: int(rs.last.Load()) + 1,
+		StartedUnixNano: rs.startedCtl.Load(), Fenced: rs.fenced.Load()}
+	if runErr != nil {
+		snap.Error = runErr.Error()
+	}
+	func() {
+		defer w.recoverIn("final", func(err error) {
+			snap.Final = &cluster.FinalPart{}
+			if snap.Error == "" {
+				snap.Error = err.Error()
+			}
+		})
+		snap.Final = cluster.NewFinalPart(rs.eng, sum)
+	}()
+	w.spoolSnap(snap, true)
+	w.log.Info("run ended", "run", rs.id, "fenced", snap.Fenced, "err", snap.Error)
+}
+
+func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
+	b, err := json.Marshal(snap)
+	if err != nil {
+		w.log.Error("cannot encode a snapshot", "run", snap.Run, "second", snap.Second, "err", err)
+		return
+	}
+	m := spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b}
+	if w.sp.push(m) {
+		w.log.Warn("snapshot spool full: the oldest second was dropped", "spool", SpoolSeconds)
+	}
+}
