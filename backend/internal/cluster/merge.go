@@ -163,13 +163,13 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 		s.BytesIn += ps.BytesIn
 		s.BytesOut += ps.BytesOut
 		s.BodyBytesDecoded += ps.BodyBytesDecoded
-		addCounts(s.StatusCodes, ps.StatusCodes)
-		addCounts(s.ErrorKinds, ps.ErrorKinds)
+		metrics.AddCounts(s.StatusCodes, ps.StatusCodes)
+		metrics.AddCounts(s.ErrorKinds, ps.ErrorKinds)
 		if ps.Protocols != nil {
 			if s.Protocols == nil {
 				s.Protocols = map[string]int64{}
 			}
-			addCounts(s.Protocols, ps.Protocols)
+			metrics.AddCounts(s.Protocols, ps.Protocols)
 		}
 		s.GeneratorBound = s.GeneratorBound || ps.GeneratorBound
 		addClient(&s.Client, ps.Client)
@@ -409,12 +409,6 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	}
 	sum.Agents = len(m.agents)
 	return sum, nil
-}
-
-func addCounts(dst, src map[string]int64) {
-	for k, v := range src {
-		dst[k] += v
-	}
 }
 
 // addClient adds an agent's generator figures: CPU, RSS, goroutines and connections summed, the

@@ -276,8 +276,8 @@ func Merge(parts ...*Final) (*Final, error) {
 		m.BytesOut += p.BytesOut
 		m.BodyBytesDecoded += p.BodyBytesDecoded
 		m.H2 += p.H2
-		addMap(m.StatusCodes, p.StatusCodes)
-		addMap(m.ErrorKinds, p.ErrorKinds)
+		metrics.AddCounts(m.StatusCodes, p.StatusCodes)
+		metrics.AddCounts(m.ErrorKinds, p.ErrorKinds)
 		m.Latency.add(p.Latency)
 		m.LatencySuccess.add(p.LatencySuccess)
 		m.ServiceTime.add(p.ServiceTime)
@@ -340,12 +340,6 @@ func Merge(parts ...*Final) (*Final, error) {
 	m.Failures = MergeFailures(failures)
 	slices.SortStableFunc(m.Events, func(a, b metrics.RunEvent) int { return int(a.T - b.T) })
 	return m, nil
-}
-
-func addMap(dst, src map[string]int64) {
-	for k, v := range src {
-		dst[k] += v
-	}
 }
 
 // MergeFailures adds failure groups of several generators (each a group's count since the run's
