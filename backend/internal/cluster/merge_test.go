@@ -151,7 +151,8 @@ func TestMergeIsExact(t *testing.T) {
 	if wl := metrics.LatencyOf(h, rawSum); sum.Latency != wl {
 		t.Errorf("merged latency %+v, raw %+v", sum.Latency, wl)
 	}
-	t.Logf("%d latencies from %d buckets: %+v", len(raw), nonZero(want), sum.Latency)
+	fb, _ := json.Marshal(finals[0])
+	t.Logf("%d latencies from %d buckets: %+v; one agent's final part: %d bytes", len(raw), nonZero(want), sum.Latency, len(fb))
 	var failed int64
 	for _, g := range sum.Failures {
 		failed += g.Count
