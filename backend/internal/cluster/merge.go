@@ -122,7 +122,10 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 }
 
 // Second merges second sec (1-based) from parts, one per agent in part order; a nil part is
-// missing: its agent's weight share goes into MissingShare and its id into MissingAgents.
+// missing: its agent's weight share goes into MissingShare and its id into MissingAgents. Call it
+// once per second, in order: the run so far (P95SoFarMs, the names' percentiles, the failure
+// counts) is what the calls have added. A part's histogram that does not decode is left out of
+// the latencies (its counts still add).
 //
 // The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
@@ -130,7 +133,8 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 // come from the parts' histograms added bucket for bucket, the mean from their exact sums;
 // P95SoFarMs and each name's P50/P95/P99 from every merged second so far added (exact);
 // generator-bound when any part was. T and IntervalS are the latest part's end and the longest
-// part's interval (the agents' seconds end within their start skew of each other). Client is the
+// part's interval (the agents' seconds end within their start skew of each other; both 0 when
+// every part is missing). Client is the
 // agents' generator summed — CPU % (of one core: 300 = three cores busy), RSS, goroutines and
 // open connections — with the longest GC pause and the highest schedule-lag p99; Agents holds
 // each agent's own. Failure groups: each agent's latest count per group, summed; a group's sample
