@@ -86,9 +86,11 @@ type Merger struct {
 // nameSoFar is one request name's run so far: its latencies, and each agent's latest
 // cumulative figures (checks, timing; an agent's NameSample counts them since its start).
 type nameSoFar struct {
-	lat    []int64
-	latest []metrics.NameSample // by part; the agent's latest row of the name
-	seen   []int64              // by part: the agent's requests of the name so far
+	lat           []int64
+	latest        []metrics.NameSample // by part; the agent's latest row of the name
+	seen          []int64              // by part: the agent's requests of the name so far
+	grew          bool                 // lat grew in this second
+	p50, p95, p99 float64              // lat's, as last computed
 }
 
 type failKey struct {
@@ -248,10 +250,13 @@ func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
 		}
 		for name, ns := range p.Sample.ByName {
 			st := m.name(name, len(parts))
-			st.latest[j] = ns
-			st.seen[j] += ns.Requests
+			if j < len(st.latest) {
+				st.latest[j] = ns
+				st.seen[j] += ns.Requests
+			}
 			if h, ok := p.NameHists[name]; ok && !m.single {
 				_, _ = m.dec.AddTo(st.lat, h) // a broken histogram adds what it could
+				st.grew = true
 			}
 		}
 	}
@@ -274,6 +279,7 @@ func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
 func (m *Merger) name(name string, n int) *nameSoFar {
 	st := m.names[name]
 	if st == nil {
+		n = max(n, len(m.agents))
 		st = &nameSoFar{latest: make([]metrics.NameSample, n), seen: make([]int64, n)}
 		if !m.single {
 			st.lat = make([]int64, metrics.CountsLen)
@@ -310,8 +316,12 @@ func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interv
 		l := st.latest[0]
 		row.P50, row.P95, row.P99 = l.P50, l.P95, l.P99
 	default:
-		metrics.FillHist(m.hist, st.lat)
-		row.P50, row.P95, row.P99 = metrics.Percentile(m.hist, 50), metrics.Percentile(m.hist, 95), metrics.Percentile(m.hist, 99)
+		if st.grew {
+			metrics.FillHist(m.hist, st.lat)
+			st.p50, st.p95, st.p99 = metrics.Percentile(m.hist, 50), metrics.Percentile(m.hist, 95), metrics.Percentile(m.hist, 99)
+			st.grew = false
+		}
+		row.P50, row.P95, row.P99 = st.p50, st.p95, st.p99
 	}
 	return row
 }
@@ -321,7 +331,7 @@ func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interv
 // metrics.MaxFailureGroups are counted in the "(other)" group.
 func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 	var changed []*failSoFar
-	var other *failSoFar
+	other := false // the "(other)" group changed
 	var otherSample *metrics.FailureSample
 	for j, p := range parts {
 		if p == nil {
@@ -347,9 +357,7 @@ func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 				st.counts[j] = g.Count
 			}
 			if st.other || (g.Kind == "" && g.Message == metrics.OtherFailures) {
-				if other == nil {
-					other = &failSoFar{}
-				}
+				other = true
 				if otherSample == nil && g.Sample != nil {
 					otherSample = g.Sample
 				}
@@ -377,7 +385,7 @@ func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 		st.group.Sample = nil
 		out = append(out, g)
 	}
-	if other != nil {
+	if other {
 		g := metrics.FailureGroup{Message: metrics.OtherFailures, Sample: otherSample}
 		for _, st := range m.fails {
 			if st.other || (st.group.Kind == "" && st.group.Message == metrics.OtherFailures) {
