@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,22 +223,45 @@ func nonZero(c []int64) int {
 	return n
 }
 
-// part makes a synthetic agent second of the given latencies (µs).
+// part makes a synthetic agent second of the given latencies (µs), of request name "r".
 func part(t testing.TB, elapsed int, lat []int64, fails ...metrics.FailureGroup) *SecondPart {
-	counts := make([]int64, metrics.CountsLen)
+	return namedPart(t, elapsed, 1, lat, fails...)
+}
+
+// encode returns the histogram of lat (µs), encoded, and the exact sum.
+func encode(lat []int64) (string, uint64) {
 	h := metrics.NewHist()
 	var sum uint64
 	for _, v := range lat {
 		_ = h.RecordValue(v)
 		sum += uint64(v)
 	}
-	copy(counts, h.Export().Counts)
 	var enc metrics.HistEncoder
+	return enc.Encode(h.Export().Counts), sum
+}
+
+// namedPart is part over names request names ("r" for one; else "r0"…, the latencies dealt out in
+// turn, each name's histogram in NameHists).
+func namedPart(t testing.TB, elapsed, names int, lat []int64, fails ...metrics.FailureGroup) *SecondPart {
 	s := metrics.Sample{T: int64(1000 * elapsed), ElapsedS: elapsed, IntervalS: 1, Requests: int64(len(lat)),
 		Successes: int64(len(lat)), StatusCodes: map[string]int64{"200": int64(len(lat))}, ActiveVUs: 2,
 		Client: metrics.ClientSample{CPUPercent: 50, RSSBytes: 100}, Failures: fails,
-		ByName: map[string]metrics.NameSample{"r": {Requests: int64(len(lat))}},
-		Hist:   enc.Encode(counts), LatencySumUs: sum}
+		ByName: map[string]metrics.NameSample{}}
+	s.Hist, s.LatencySumUs = encode(lat)
+	if names == 1 {
+		s.ByName["r"] = metrics.NameSample{Requests: int64(len(lat))}
+	} else {
+		s.NameHists = map[string]string{}
+		for k := range names {
+			var own []int64
+			for i := k; i < len(lat); i += names {
+				own = append(own, lat[i])
+			}
+			name := fmt.Sprint("r", k)
+			s.ByName[name] = metrics.NameSample{Requests: int64(len(own))}
+			s.NameHists[name], _ = encode(own)
+		}
+	}
 	return viaJSON(t, NewSecondPart(s))
 }
 
@@ -280,11 +304,21 @@ func TestSecondMissingShareAndFailures(t *testing.T) {
 }
 
 // BenchmarkMergeSecond100Agents merges one second of 100 agents, each 10 000 requests with a
-// log-normal spread of latencies (median ≈ 5 ms, p99 ≈ 50 ms); it reports the process CPU time
-// per merged second (cpu-ms/op) and the encoded size of one agent's SecondPart (JSON) at 100 000
-// requests in its second (part_bytes@100k_rps).
+// log-normal spread of latencies (median ≈ 5 ms, p99 ≈ 50 ms), for a plan of one request name and
+// one of ten; it reports the process CPU time per merged second (cpu-ms/op) and the encoded size
+// of one agent's SecondPart (JSON) at 100 000 requests in its second (part_bytes@100k_rps).
 func BenchmarkMergeSecond100Agents(b *testing.B) {
-	c := compile(b, `{"name":"bench","requests":[{"name":"r","url":"http://127.0.0.1:1/"}],
+	for _, names := range []int{1, 10} {
+		b.Run(fmt.Sprint("names=", names), func(b *testing.B) { benchMerge(b, names) })
+	}
+}
+
+func benchMerge(b *testing.B, names int) {
+	var reqs []string
+	for k := range names {
+		reqs = append(reqs, fmt.Sprintf(`{"name":"r%d","url":"http://127.0.0.1:1/"}`, k))
+	}
+	c := compile(b, `{"name":"bench","requests":[`+strings.Join(reqs, ",")+`],
 		"load":{"executor":"constant-vus","vus":100,"duration":"10s"}}`)
 	const agents = 100
 	ids := make([]string, agents)
@@ -300,9 +334,9 @@ func BenchmarkMergeSecond100Agents(b *testing.B) {
 	}
 	for j := range parts {
 		ids[j], weights[j] = fmt.Sprint("agent-", j), 1
-		parts[j] = part(b, 1, spread(10_000))
+		parts[j] = namedPart(b, 1, names, spread(10_000))
 	}
-	big, err := json.Marshal(part(b, 1, spread(100_000)))
+	big, err := json.Marshal(namedPart(b, 1, names, spread(100_000)))
 	if err != nil {
 		b.Fatal(err)
 	}
