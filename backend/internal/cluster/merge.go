@@ -86,9 +86,11 @@ type Merger struct {
 // nameSoFar is one request name's run so far: its latencies, and each agent's latest
 // cumulative figures (checks, timing; an agent's NameSample counts them since its start).
 type nameSoFar struct {
-	lat    []int64
-	latest []metrics.NameSample // by part; the agent's latest row of the name
-	seen   []int64              // by part: the agent's requests of the name so far
+	lat           []int64
+	latest        []metrics.NameSample // by part; the agent's latest row of the name
+	seen          []int64              // by part: the agent's requests of the name so far
+	grew          bool                 // lat grew in this second
+	p50, p95, p99 float64              // lat's, as last computed
 }
 
 type failKey struct {
@@ -122,7 +124,10 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 }
 
 // Second merges second sec (1-based) from parts, one per agent in part order; a nil part is
-// missing: its agent's weight share goes into MissingShare and its id into MissingAgents.
+// missing: its agent's weight share goes into MissingShare and its id into MissingAgents. Call it
+// once per second, in order: the run so far (P95SoFarMs, the names' percentiles, the failure
+// counts) is what the calls have added. A part's histogram that does not decode is left out of
+// the latencies (its counts still add).
 //
 // The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
@@ -130,7 +135,8 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 // come from the parts' histograms added bucket for bucket, the mean from their exact sums;
 // P95SoFarMs and each name's P50/P95/P99 from every merged second so far added (exact);
 // generator-bound when any part was. T and IntervalS are the latest part's end and the longest
-// part's interval (the agents' seconds end within their start skew of each other). Client is the
+// part's interval (the agents' seconds end within their start skew of each other; both 0 when
+// every part is missing). Client is the
 // agents' generator summed — CPU % (of one core: 300 = three cores busy), RSS, goroutines and
 // open connections — with the longest GC pause and the highest schedule-lag p99; Agents holds
 // each agent's own. Failure groups: each agent's latest count per group, summed; a group's sample
@@ -163,13 +169,13 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 		s.BytesIn += ps.BytesIn
 		s.BytesOut += ps.BytesOut
 		s.BodyBytesDecoded += ps.BodyBytesDecoded
-		addCounts(s.StatusCodes, ps.StatusCodes)
-		addCounts(s.ErrorKinds, ps.ErrorKinds)
+		metrics.AddCounts(s.StatusCodes, ps.StatusCodes)
+		metrics.AddCounts(s.ErrorKinds, ps.ErrorKinds)
 		if ps.Protocols != nil {
 			if s.Protocols == nil {
 				s.Protocols = map[string]int64{}
 			}
-			addCounts(s.Protocols, ps.Protocols)
+			metrics.AddCounts(s.Protocols, ps.Protocols)
 		}
 		s.GeneratorBound = s.GeneratorBound || ps.GeneratorBound
 		addClient(&s.Client, ps.Client)
@@ -244,10 +250,13 @@ func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
 		}
 		for name, ns := range p.Sample.ByName {
 			st := m.name(name, len(parts))
-			st.latest[j] = ns
-			st.seen[j] += ns.Requests
+			if j < len(st.latest) {
+				st.latest[j] = ns
+				st.seen[j] += ns.Requests
+			}
 			if h, ok := p.NameHists[name]; ok && !m.single {
 				_, _ = m.dec.AddTo(st.lat, h) // a broken histogram adds what it could
+				st.grew = true
 			}
 		}
 	}
@@ -270,6 +279,7 @@ func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
 func (m *Merger) name(name string, n int) *nameSoFar {
 	st := m.names[name]
 	if st == nil {
+		n = max(n, len(m.agents))
 		st = &nameSoFar{latest: make([]metrics.NameSample, n), seen: make([]int64, n)}
 		if !m.single {
 			st.lat = make([]int64, metrics.CountsLen)
@@ -306,8 +316,12 @@ func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interv
 		l := st.latest[0]
 		row.P50, row.P95, row.P99 = l.P50, l.P95, l.P99
 	default:
-		metrics.FillHist(m.hist, st.lat)
-		row.P50, row.P95, row.P99 = metrics.Percentile(m.hist, 50), metrics.Percentile(m.hist, 95), metrics.Percentile(m.hist, 99)
+		if st.grew {
+			metrics.FillHist(m.hist, st.lat)
+			st.p50, st.p95, st.p99 = metrics.Percentile(m.hist, 50), metrics.Percentile(m.hist, 95), metrics.Percentile(m.hist, 99)
+			st.grew = false
+		}
+		row.P50, row.P95, row.P99 = st.p50, st.p95, st.p99
 	}
 	return row
 }
@@ -317,7 +331,7 @@ func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interv
 // metrics.MaxFailureGroups are counted in the "(other)" group.
 func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 	var changed []*failSoFar
-	var other *failSoFar
+	other := false // the "(other)" group changed
 	var otherSample *metrics.FailureSample
 	for j, p := range parts {
 		if p == nil {
@@ -343,9 +357,7 @@ func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 				st.counts[j] = g.Count
 			}
 			if st.other || (g.Kind == "" && g.Message == metrics.OtherFailures) {
-				if other == nil {
-					other = &failSoFar{}
-				}
+				other = true
 				if otherSample == nil && g.Sample != nil {
 					otherSample = g.Sample
 				}
@@ -373,7 +385,7 @@ func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
 		st.group.Sample = nil
 		out = append(out, g)
 	}
-	if other != nil {
+	if other {
 		g := metrics.FailureGroup{Message: metrics.OtherFailures, Sample: otherSample}
 		for _, st := range m.fails {
 			if st.other || (st.group.Kind == "" && st.group.Message == metrics.OtherFailures) {
@@ -409,12 +421,6 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	}
 	sum.Agents = len(m.agents)
 	return sum, nil
-}
-
-func addCounts(dst, src map[string]int64) {
-	for k, v := range src {
-		dst[k] += v
-	}
 }
 
 // addClient adds an agent's generator figures: CPU, RSS, goroutines and connections summed, the

@@ -174,7 +174,7 @@ func (c *collector) tick(now time.Time, final bool) {
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
 	c.sampleByName(&s, d, span)
 	s.WS = c.wsStats(&d.WS, span)
-	c.secs = append(c.secs, FinalSecond{SpanS: span, CPUPercent: ps.CPUPercent, RSSBytes: ps.RSSBytes,
+	c.secs = append(c.secs, FinalSecond{SpanS: round(span, 6), CPUPercent: round(ps.CPUPercent, 3), RSSBytes: ps.RSSBytes,
 		Bound: s.GeneratorBound, Level: level})
 	if c.e.opts.OnSample != nil {
 		c.e.opts.OnSample(s)

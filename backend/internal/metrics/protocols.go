@@ -35,3 +35,11 @@ func ProtocolsOf(responses, h2 int64) map[string]int64 {
 	}
 	return m
 }
+
+// AddCounts adds the counts of src into dst by key (status codes, error kinds, protocols of
+// several generators).
+func AddCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
+}
