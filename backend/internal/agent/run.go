@@ -25,8 +25,6 @@ import (
 
 // Timing of a run on an agent (docs/scale-out.md, "The agent's side of a run").
 const (
-	// PrepareTTL: a prepared run that gets no start within it is dropped (the agent is idle again).
-	PrepareTTL = 30 * time.Second
 	// ClockProbes is how many clock probes Prepare makes; the one with the smallest round trip
 	// gives the offset (as NTP's clock filter keeps the sample of least delay, RFC 5905 §10).
 	ClockProbes = 5
@@ -39,6 +37,10 @@ const (
 	pingEvery = 500 * time.Millisecond
 	fenceTick = 100 * time.Millisecond
 )
+
+// PrepareTTL: a prepared run that gets no start within it is dropped (the agent is idle again).
+// A variable for tests only.
+var PrepareTTL = 30 * time.Second
 
 // testPoint is called at named points of a run ("run": just before the engine starts); tests set
 // it (before the agent starts) to panic there.
@@ -256,7 +258,10 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 		w.dropLocked(old)
 	}
 	w.cur = rs
-	rs.drop = time.AfterFunc(PrepareTTL, func() { w.dropUnstarted(rs, "no start within "+PrepareTTL.String()) })
+	rs.drop = time.AfterFunc(PrepareTTL, func() {
+		defer w.recoverIn("drop", nil)
+		w.dropUnstarted(rs, "no start within "+PrepareTTL.String())
+	})
 	w.mu.Unlock()
 	w.changed()
 	peak := c.Plan.Load.PeakVUs()
@@ -378,6 +383,7 @@ func (w *worker) release(rs *runState) {
 // run waits for the start instant, runs the engine, and spools the final snapshot.
 func (w *worker) run(rs *runState, startAt int64) {
 	defer w.runs.Done()
+	defer w.recoverIn("run end", nil)
 	defer func() {
 		w.mu.Lock()
 		if w.cur == rs {
@@ -392,7 +398,8 @@ func (w *worker) run(rs *runState, startAt int64) {
 }
 
 // runEngine runs rs's engine at startAt (the controller's clock, unix ns), watching the broker
-// lease meanwhile. A panic here (the engine recovers its own) fails the run, not the agent.
+// lease meanwhile. A panic here (the engine recovers its own) fails the run, not the agent. A run
+// stopped or fenced before its start instant returns an empty summary (nothing was sent).
 func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, err error) {
 	defer w.recoverIn("run", func(e error) { err = e })
 	stop := w.watchLease(rs)
@@ -411,11 +418,8 @@ func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, e
 			t.Stop()
 		}
 	}
-	if rs.ctx.Err() != nil {
-		if rs.fenced.Load() {
-			return &metrics.Summary{}, nil
-		}
-		return &metrics.Summary{}, fmt.Errorf("agent %s: stopped before its start", w.id)
+	if rs.ctx.Err() != nil { // stopped or fenced before the start instant: nothing ran
+		return &metrics.Summary{}, nil
 	}
 	rs.startedCtl.Store(w.now().UnixNano() - int64(rs.offset))
 	testPoint("run", rs.id)

@@ -82,6 +82,28 @@ func (r *runCtl) prepare(t *testing.T, id string, run int64, planJSON string, w 
 	return ready
 }
 
+// mustPrepare prepares run on agent id with the whole segment, failing the test (with what)
+// unless the agent is ready.
+func (r *runCtl) mustPrepare(t *testing.T, id string, run int64, planJSON string, fenceAfter time.Duration, what string) {
+	t.Helper()
+	if ready := r.prepare(t, id, run, planJSON, segment.Wire{Weights: []int{1}}, fenceAfter); !ready.OK {
+		t.Fatalf(what, ready)
+	}
+}
+
+// startAndWait starts run now and waits (≤ 15 s) until its first n seconds are stored.
+func (r *runCtl) startAndWait(t *testing.T, run int64, n int) {
+	t.Helper()
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: run, StartAtUnixNano: time.Now().UnixNano()})
+	deadline := time.Now().Add(15 * time.Second)
+	for len(r.stored(t, run).seconds) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d: fewer than %d seconds stored within 15 s", run, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (r *runCtl) control(t *testing.T, c cluster.Control) {
 	t.Helper()
 	c.Controller = testController
@@ -246,9 +268,7 @@ func TestStopControlEndsRun(t *testing.T) {
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 9, closedPlan(tg.URL, 2, time.Minute), segment.Wire{Weights: []int{1}}, 5*time.Second); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 9, closedPlan(tg.URL, 2, time.Minute), 5*time.Second, "ready %+v")
 	// Control messages of another controller or run are ignored.
 	b, _ := json.Marshal(cluster.Control{Kind: cluster.ControlStart, Run: 9, Controller: "someone-else", StartAtUnixNano: time.Now().UnixNano()})
 	_ = r.nc.Publish(cluster.RunControlSubject(9), b)
@@ -301,9 +321,7 @@ func TestAllowTargetRefusesOtherHosts(t *testing.T) {
 	if tg.Requests() != 0 {
 		t.Fatal("a refused plan sent load")
 	}
-	if ready := r.prepare(t, "gen-1", 12, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("an allowed plan was refused: %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 12, closedPlan(tg.URL, 1, time.Second), 0, "an allowed plan was refused: %+v")
 }
 
 // The --allow-target matching rule (Targets).
@@ -340,7 +358,8 @@ type gate struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	closed bool
-	held   bool
+	held   bool // bytes are held in both directions
+	cut    bool // connections are closed and new ones refused
 	conns  []net.Conn
 }
 
@@ -356,6 +375,13 @@ func newGate(t *testing.T, to string) *gate {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			g.mu.Lock()
+			cut := g.cut
+			g.mu.Unlock()
+			if cut {
+				c.Close()
+				continue
 			}
 			u, err := net.Dial("tcp", to)
 			if err != nil {
@@ -410,29 +436,40 @@ func (g *gate) hold(on bool) {
 	g.mu.Unlock()
 }
 
+// sever closes every connection and refuses new ones (on), or accepts them again (off).
+func (g *gate) sever(on bool) {
+	g.mu.Lock()
+	g.cut = on
+	if on {
+		for _, c := range g.conns {
+			c.Close()
+		}
+		g.conns = nil
+	}
+	g.mu.Unlock()
+}
+
 // An agent cut off from the broker for longer than fence_after stops its load (the target sees
 // its last request within fence_after + 2 s of the cut); once the link is back, its spooled
-// seconds and its fenced final reach the stream, no second stored twice.
+// seconds and its fenced final reach the stream, no second stored twice. Cut off two ways: a
+// partition that holds the bytes (the connection stays up) and a severed link (the agent
+// reconnects after it).
 func TestFencedWhenCutOff(t *testing.T) {
+	t.Run("held", func(t *testing.T) { testFenced(t, func(g *gate, on bool) { g.hold(on) }) })
+	t.Run("severed", func(t *testing.T) { testFenced(t, func(g *gate, on bool) { g.sever(on) }) })
+}
+
+func testFenced(t *testing.T, cutOff func(g *gate, on bool)) {
 	const fenceAfter = 2 * time.Second
 	r := startRunCtl(t)
 	tg := newCountingTarget(t)
 	g := newGate(t, r.b.AgentsAddr())
 	runAgent(t, Config{URL: "nats://" + g.ln.Addr().String(), Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 21, closedPlan(tg.URL, 2, time.Minute), segment.Wire{Weights: []int{1}}, fenceAfter); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
-	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 21, StartAtUnixNano: time.Now().UnixNano()})
-	deadline := time.Now().Add(15 * time.Second)
-	for len(r.stored(t, 21).seconds) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("no seconds stored before the cut")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	r.mustPrepare(t, "gen-1", 21, closedPlan(tg.URL, 2, time.Minute), fenceAfter, "ready %+v")
+	r.startAndWait(t, 21, 2)
 	probe := testutil.StartSchedProbe(t)
 	cut := time.Now()
-	g.hold(true)
+	cutOff(g, true)
 	// Wait until the target has been quiet for a second past the bound, then judge.
 	bound := fenceAfter + 2*time.Second
 	for time.Since(cut) < bound+time.Second || time.Since(time.Unix(0, tg.last.Load())) < time.Second {
@@ -448,7 +485,7 @@ func TestFencedWhenCutOff(t *testing.T) {
 	t.Logf("fence_after %s: the target's last request came %s after the cut (%s)", fenceAfter,
 		time.Unix(0, tg.last.Load()).Sub(cut).Round(time.Millisecond), sched)
 	quiet := tg.Requests()
-	g.hold(false)
+	cutOff(g, false)
 	s := r.waitFinal(t, 21, 20*time.Second)
 	checkStored(t, s, 21, "gen-1")
 	if !s.final.Fenced {
@@ -471,18 +508,14 @@ func TestPanicFailsRunNotAgent(t *testing.T) {
 	}
 	t.Cleanup(func() { testPoint = func(string, int64) {} })
 	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
-	if ready := r.prepare(t, "gen-1", 31, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("ready %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 31, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
 	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 31, StartAtUnixNano: time.Now().UnixNano()})
 	s := r.waitFinal(t, 31, 10*time.Second)
 	if !strings.Contains(s.final.Error, "internal error in agent gen-1") || !strings.Contains(s.final.Error, "boom") {
 		t.Fatalf("final %+v", *s.final)
 	}
 	waitList(t, r.controller, "idle again", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
-	if ready := r.prepare(t, "gen-1", 32, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); !ready.OK {
-		t.Fatalf("the agent did not take the next run: %+v", ready)
-	}
+	r.mustPrepare(t, "gen-1", 32, closedPlan(tg.URL, 1, time.Second), 0, "the agent did not take the next run: %+v")
 }
 
 // An acknowledgement after a gap longer than fence_after (a process stopped and resumed late)
@@ -501,5 +534,72 @@ func TestLateAckFences(t *testing.T) {
 	w.acked()
 	if !rs.fenced.Load() || rs.ctx.Err() == nil {
 		t.Fatal("an ack 3 s after the previous one renewed the lease of a run with fence_after 1 s")
+	}
+}
+
+// A prepared run that gets no start within PrepareTTL is dropped: the agent is idle, a late start
+// is ignored, and it takes the next Prepare.
+func TestPreparedRunDropped(t *testing.T) {
+	PrepareTTL = time.Second // before the agent starts; restored after it ends
+	t.Cleanup(func() { PrepareTTL = 30 * time.Second })
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	prepared := time.Now()
+	r.mustPrepare(t, "gen-1", 41, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
+	plan42 := closedPlan(tg.URL, 1, time.Second)
+	if ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0); ready.OK {
+		t.Fatal("a second run was prepared beside the first")
+	}
+	for {
+		ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0)
+		if ready.OK {
+			break
+		}
+		if time.Since(prepared) > PrepareTTL+5*time.Second {
+			t.Fatalf("the unstarted run was not dropped: %+v", ready)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if took := time.Since(prepared); took < PrepareTTL {
+		t.Fatalf("dropped after %s, before PrepareTTL", took)
+	}
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 41, StartAtUnixNano: time.Now().UnixNano()})
+	time.Sleep(300 * time.Millisecond)
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("a dropped run sent %d requests", n)
+	}
+}
+
+// A prepared run stopped before its start (another agent refused) is dropped at once.
+func TestStopBeforeStartDrops(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	r.mustPrepare(t, "gen-1", 51, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
+	waitList(t, r.controller, "running", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "running" })
+	r.control(t, cluster.Control{Kind: cluster.ControlStop, Run: 51, Reason: "another agent refused"})
+	waitList(t, r.controller, "idle", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" })
+	r.mustPrepare(t, "gen-1", 52, closedPlan(tg.URL, 1, time.Second), 0, "after a stop before the start: %+v")
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("a run never started sent %d requests", n)
+	}
+}
+
+// A run stopped after its start message but before its start instant sends nothing; its final
+// (empty, no error) still comes.
+func TestStopBeforeStartInstant(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	r.mustPrepare(t, "gen-1", 71, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 71, StartAtUnixNano: time.Now().Add(30 * time.Second).UnixNano()})
+	r.control(t, cluster.Control{Kind: cluster.ControlStop, Run: 71, Reason: "user"})
+	s := r.waitFinal(t, 71, 10*time.Second)
+	if s.final.Second != 1 || s.final.Error != "" || s.final.Fenced || s.final.StartedUnixNano != 0 || len(s.seconds) != 0 {
+		t.Fatalf("final %+v, seconds %v", *s.final, s.byID)
+	}
+	if n := tg.Requests(); n != 0 {
+		t.Fatalf("%d requests", n)
 	}
 }

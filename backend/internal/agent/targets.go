@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -50,12 +51,18 @@ func ParseTargets(list []string) (*Targets, error) {
 		host, port := splitTarget(s)
 		if port != "" {
 			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
-				return nil, fmt.Errorf("allow target %q: port %q is not 1–65535", s, port)
+				return nil, fmt.Errorf("%q: port %q is not 1–65535", s, port)
 			}
+		}
+		if _, err := netpolicy.ParseRule(host); err != nil || host == "*" {
+			if err == nil {
+				err = errors.New(`"*" would allow every host: leave the list out instead`)
+			}
+			return nil, err
 		}
 		pol, err := netpolicy.New([]string{host}, nil)
 		if err != nil {
-			return nil, fmt.Errorf("allow target %q: %w", s, err)
+			return nil, err
 		}
 		t.list = append(t.list, s)
 		t.entries = append(t.entries, targetEntry{host: pol, port: port})
