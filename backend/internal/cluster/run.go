@@ -698,10 +698,11 @@ type PickError struct {
 
 func (e *PickError) Error() string {
 	var b strings.Builder
+	b.WriteString("not enough idle agents: ")
 	if e.Want > 0 {
-		fmt.Fprintf(&b, "%d agents asked for", e.Want)
+		fmt.Fprintf(&b, "%d asked for", e.Want)
 	} else {
-		b.WriteString("at least one agent asked for")
+		b.WriteString("at least one asked for")
 	}
 	if len(e.Labels) > 0 {
 		keys := slices.Sorted(maps.Keys(e.Labels))

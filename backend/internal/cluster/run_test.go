@@ -503,11 +503,11 @@ func TestPick(t *testing.T) {
 	}
 	_, err = e.reg.Pick(3, nil)
 	var pe *PickError
-	if !errors.As(err, &pe) || pe.Available != 2 || err.Error() != "3 agents asked for, 2 idle" {
+	if !errors.As(err, &pe) || pe.Available != 2 || err.Error() != "not enough idle agents: 3 asked for, 2 idle" {
 		t.Fatalf("%v", err)
 	}
 	_, err = e.reg.Pick(0, map[string]string{"zone": "y"})
-	if err == nil || err.Error() != "at least one agent asked for with labels zone=y, 0 idle" {
+	if err == nil || err.Error() != "not enough idle agents: at least one asked for with labels zone=y, 0 idle" {
 		t.Fatalf("%v", err)
 	}
 }
