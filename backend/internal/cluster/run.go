@@ -475,9 +475,12 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 			if !stopped {
 				stopped = true
 				r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "stopped"})
-				if e := r.c.now().Add(grace + EndMargin); e.Before(end) {
+				now := r.c.now()
+				if e := now.Add(grace + EndMargin); e.Before(end) {
 					end = e
 				}
+				// No agent has a second past the stop + graceful stop.
+				r.planned = min(r.planned, int((max(0, now.Sub(r.startAt))+grace+time.Second-1)/time.Second)+1)
 				r.log.Info("run stopped; waiting for the agents' final messages", "until", end)
 			}
 		case <-t.C:

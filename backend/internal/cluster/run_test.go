@@ -539,3 +539,55 @@ func TestPanickingHookStopsTheRun(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// Cancelling the run's context broadcasts stop; the run then waits for the finals at most the
+// graceful stop + EndMargin: an agent still beating but silent by then is lost.
+func TestStopWaitsForFinalsBounded(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.agent("a", 1, Ready{OK: true}), e.agent("b", 1, Ready{OK: true})
+	h := newHooks()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := e.run(ctx, RunSpec{Run: 11, Plan: testPlan(t), Agents: pickAll(t, e, 2)}, h)
+	for _, ag := range []*fakeAgent{a, b} {
+		<-ag.prepared
+		ag.control()
+	}
+	a.second(11, 1, 3)
+	b.second(11, 1, 4)
+	if m := h.next(t); m.ElapsedS != 1 || m.Requests != 7 {
+		t.Fatalf("second 1: %+v", m)
+	}
+	e.at(1500*time.Millisecond, a, b)
+	cancel()
+	for _, ag := range []*fakeAgent{a, b} {
+		if c := ag.control(); c.Kind != ControlStop || c.Run != 11 {
+			t.Fatalf("%s got %+v, want a stop", ag.id, c)
+		}
+	}
+	a.final(11, 2, 0)
+	grace := time.Second // testPlan's graceful_stop
+	e.at(4*time.Second, a, b)
+	e.at(1500*time.Millisecond+grace+EndMargin-time.Millisecond, a, b)
+	select {
+	case r := <-res:
+		t.Fatalf("the run ended before its bound: %+v", r)
+	default:
+	}
+	// Seconds 2 and 3 (b's, if it had them: the stop 0.5 s in + 1 s of graceful stop) merged at
+	// their deadlines without b; none after.
+	for s := 2; s <= 3; s++ {
+		if m := h.next(t); m.ElapsedS != s || strings.Join(m.MissingAgents, ",") != "b" {
+			t.Fatalf("second %d: %+v", s, m)
+		}
+	}
+	h.none(t)
+	e.at(1500*time.Millisecond+grace+EndMargin, a, b)
+	r := wait(t, res)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 10 {
+		t.Fatalf("summary %+v", r.sum)
+	}
+	h.none(t)
+}
