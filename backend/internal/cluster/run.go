@@ -88,6 +88,7 @@ type Coordinator struct {
 	// look (tests).
 	tick     time.Duration
 	tickHook func()
+	takeHook func(agent string, s *Snapshot) // each snapshot a run takes in (tests)
 
 	mu   sync.Mutex
 	busy map[string]int64 // agent id → the run of this coordinator it works on
@@ -511,6 +512,9 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 
 // take files one snapshot.
 func (r *run) take(m incoming) {
+	if h := r.c.takeHook; h != nil {
+		h(m.agent, &m.snap)
+	}
 	i, ok := r.index[m.agent]
 	if !ok {
 		r.once("agent "+m.agent, "ignoring snapshots of an agent not in the run", "agent", m.agent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -31,6 +32,28 @@ type env struct {
 	ticks chan struct{}
 	ended chan struct{} // closed when the run returns
 	logs  *recLog
+
+	mu    sync.Mutex
+	taken map[string]bool // "agent/second" and "agent/final" the run has taken in
+}
+
+// took waits until the run has taken in agent's snapshot of second ("final" for its final): the
+// clock may then move past a deadline without racing the consumer.
+func (e *env) took(agent string, second string) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.mu.Lock()
+		ok := e.taken[agent+"/"+second]
+		e.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the run never took %s's %s", agent, second)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 var t0 = time.Unix(1_800_000_000, 0)
@@ -56,6 +79,16 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.co.Close)
+	e.taken = map[string]bool{}
+	e.co.takeHook = func(agent string, s *Snapshot) {
+		k := fmt.Sprint(s.Second)
+		if s.Final != nil {
+			k = "final"
+		}
+		e.mu.Lock()
+		e.taken[agent+"/"+k] = true
+		e.mu.Unlock()
+	}
 	e.co.tick = 5 * time.Millisecond
 	e.co.tickHook = func() {
 		select {
@@ -367,6 +400,8 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 		a.second(7, s, 10)
 	}
 	a.final(7, 6, t0.Add(start+time.Millisecond).UnixNano())
+	e.took("a", "5")
+	e.took("a", "final")
 
 	e.at(4*time.Second, a, b)
 	e.at(start+3*time.Second+SecondGrace-time.Millisecond, a, b)
@@ -425,6 +460,7 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 	for _, s := range []int{1 << 30, 1 << 30, 1000} {
 		a.second(9, s, 1)
 	}
+	e.took("a", "1000")
 
 	e.at(MinStartDelay+time.Second+SecondGrace, a, b) // second 1 closes without b
 	m := h.next(t)
@@ -565,6 +601,7 @@ func TestStopWaitsForFinalsBounded(t *testing.T) {
 		}
 	}
 	a.final(11, 2, 0)
+	e.took("a", "final")
 	grace := time.Second // testPlan's graceful_stop
 	e.at(4*time.Second, a, b)
 	e.at(1500*time.Millisecond+grace+EndMargin-time.Millisecond, a, b)
