@@ -41,6 +41,9 @@ type Config struct {
 	// the matching rule); a plan aimed at any other host is refused at Prepare. Empty: no
 	// restriction beyond the engine's built-in target policy (netpolicy.Default).
 	AllowTargets []string
+	// ClockOffset moves this agent's wall clock by that much (tests of the synchronized start: an
+	// agent whose clock is 2 s ahead must still start with the others); 0 in production.
+	ClockOffset time.Duration
 }
 
 // shutdownDrain is how long a stopping agent waits for its unacknowledged snapshots to reach the
@@ -95,6 +98,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	w.skew = cfg.ClockOffset
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	defer stopPub()
 	sub, err := w.start(pubCtx)

@@ -63,7 +63,11 @@ type worker struct {
 	watch atomic.Pointer[runState] // the run whose lease is watched, nil: none
 	mu    sync.Mutex               // guards cur and runState.started
 	cur   *runState                // the prepared or running run, nil: idle
+	skew  time.Duration            // Config.ClockOffset: added to every wall-clock reading
 }
+
+// now is the agent's wall clock (moved by Config.ClockOffset in tests).
+func (w *worker) now() time.Time { return time.Now().Add(w.skew) }
 
 // runState is the one run an agent has prepared or runs.
 type runState struct {
@@ -291,9 +295,9 @@ func (w *worker) replaceable(p cluster.Prepare) *runState {
 func (w *worker) probeClock() (offset, rtt time.Duration, err error) {
 	rtt = -1
 	for range ClockProbes {
-		t0 := time.Now()
+		t0 := w.now()
 		m, err := w.nc.Request(bus.SubjectTime, nil, 2*time.Second)
-		t1 := time.Now()
+		t1 := w.now()
 		if err != nil {
 			return 0, 0, fmt.Errorf("the controller did not answer the clock probe (%s): %w", bus.SubjectTime, err)
 		}
@@ -402,7 +406,7 @@ func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, e
 	defer stop()
 	// The start on this agent's clock, waited for on the monotonic clock (a wall-clock step
 	// during the wait does not move it).
-	wait := time.Duration(startAt + int64(rs.offset) - time.Now().UnixNano())
+	wait := time.Duration(startAt + int64(rs.offset) - w.now().UnixNano())
 	if wait > maxStartWait {
 		return &metrics.Summary{}, fmt.Errorf("agent %s: the start is %s away on its clock (at most %s): the clocks disagree", w.id, wait.Round(time.Millisecond), maxStartWait)
 	}
@@ -417,7 +421,7 @@ func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, e
 	if rs.ctx.Err() != nil { // stopped or fenced before the start instant: nothing ran
 		return &metrics.Summary{}, nil
 	}
-	rs.startedCtl.Store(time.Now().UnixNano() - int64(rs.offset))
+	rs.startedCtl.Store(w.now().UnixNano() - int64(rs.offset))
 	testPoint("run", rs.id)
 	w.log.Info("run started", "run", rs.id, "offset", rs.offset)
 	return rs.eng.Run(rs.ctx)

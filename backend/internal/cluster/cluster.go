@@ -180,3 +180,16 @@ func (r *Registry) List() []Agent {
 	slices.SortFunc(out, func(a, b Agent) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
+
+// Seen is when agent id last said hello or beat (the registry's clock); false when the registry
+// does not know it (never joined, or forgotten by List after bus.PresenceTTL). A run counts an
+// agent lost once its last beat is older than bus.PresenceTTL.
+func (r *Registry) Seen(id string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.agents[id]
+	if a == nil {
+		return time.Time{}, false
+	}
+	return a.LastSeen, true
+}

@@ -2,32 +2,66 @@ package cluster
 
 import (
 	"errors"
+	"math"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
-// TODO(issue 14, merge): the bodies below are placeholders of the agreed shapes; the exact merge
-// replaces them before runs over agents land.
+// The exact merge of a run over agents (docs/scale-out.md, "Merging exactly"). Each agent's
+// second travels as a SecondPart: its Sample with the encoded histograms the Sample's JSON leaves
+// out. The controller's Merger adds the parts of one second: counts add, the latency histograms
+// add bucket for bucket (so every percentile of a merged second is the percentile of all the
+// agents' latencies of that second, not an average of percentiles), and each request name's
+// histograms add into the run so far. At the end each agent's FinalPart carries its engine's
+// cumulative state (engine.Final), and the run's summary is engine.Summarize of their sum: the
+// same code that summarises a run on one machine.
 
 // SecondPart is one agent's second as it travels to the controller: its sample with the encoded
 // histograms an exact merge needs.
 type SecondPart struct {
 	Sample metrics.Sample `json:"sample"`
 	Hist   string         `json:"hist"` // Sample.Hist (not in Sample's JSON)
+	// LatencySumUs is Sample.LatencySumUs: the exact µs sum of the second's latencies.
+	LatencySumUs uint64 `json:"latency_sum_us,omitempty"`
+	// NameHists is Sample.NameHists: each request name's histogram of the second (plans with
+	// several request names).
+	NameHists map[string]string `json:"name_hists,omitempty"`
 }
 
 // NewSecondPart packs one of the agent engine's samples (from its OnSample).
-func NewSecondPart(s metrics.Sample) *SecondPart { return &SecondPart{Sample: s, Hist: s.Hist} }
+func NewSecondPart(s metrics.Sample) *SecondPart {
+	return &SecondPart{Sample: s, Hist: s.Hist, LatencySumUs: s.LatencySumUs, NameHists: s.NameHists}
+}
+
+// Full returns the part's sample with the fields its JSON leaves out (Hist, LatencySumUs,
+// NameHists) restored: the agent's own second as its engine made it (for storage).
+func (p *SecondPart) Full() metrics.Sample {
+	s := p.Sample
+	s.Hist, s.LatencySumUs, s.NameHists = p.Hist, p.LatencySumUs, p.NameHists
+	return s
+}
 
 // FinalPart is one agent's whole share at its end: what Merger.Summary needs for an exact summary.
 type FinalPart struct {
+	// Summary is the agent's own summary (of its share of the run).
 	Summary *metrics.Summary `json:"summary"`
+	Hist    string           `json:"hist"` // Summary.Hist
+	// State is the agent engine's cumulative state (engine.Final); nil when its collector failed.
+	State *engine.Final `json:"state"`
 }
 
 // NewFinalPart packs an agent's finished engine and its summary (after e.Run returned sum).
-func NewFinalPart(e *engine.Engine, sum *metrics.Summary) *FinalPart { return &FinalPart{Summary: sum} }
+func NewFinalPart(e *engine.Engine, sum *metrics.Summary) *FinalPart {
+	p := &FinalPart{Summary: sum, State: e.Final()}
+	if sum != nil {
+		p.Hist = sum.Hist
+	}
+	return p
+}
 
 // Merger merges a run's agents' seconds and summaries exactly: counts summed, histograms merged
 // bucket for bucket. Not safe for concurrent use.
@@ -35,21 +69,421 @@ type Merger struct {
 	c       *plan.Compiled
 	agents  []string
 	weights []int
+	total   int  // the weights' sum
+	single  bool // the plan has one request name: its figures are the run's
+
+	dec    metrics.HistDecoder
+	enc    metrics.HistEncoder
+	second []int64        // the second being merged (reused)
+	soFar  []int64        // every merged second's latencies added
+	hist   *hdr.Histogram // reused for percentiles
+	names  map[string]*nameSoFar
+	fails  map[failKey]*failSoFar
+	nFails int // groups counted on their own (at most metrics.MaxFailureGroups)
+	sec    int // calls of Second so far
+}
+
+// nameSoFar is one request name's run so far: its latencies, and each agent's latest
+// cumulative figures (checks, timing; an agent's NameSample counts them since its start).
+type nameSoFar struct {
+	lat           []int64
+	latest        []metrics.NameSample // by part; the agent's latest row of the name
+	seen          []int64              // by part: the agent's requests of the name so far
+	grew          bool                 // lat grew in this second
+	p50, p95, p99 float64              // lat's, as last computed
+}
+
+type failKey struct {
+	req, kind, msg string
+	status         int
+}
+
+// failSoFar is one failure group: each agent's latest count since its start, and whether the
+// merged seconds have carried its sample.
+type failSoFar struct {
+	group  metrics.FailureGroup // its identity
+	counts []int64              // by part
+	shown  bool
+	other  bool // counted in the "(other)" group (beyond MaxFailureGroups)
+	sec    int  // the last second in which an agent's count of it arrived
 }
 
 // NewMerger makes the merger of a run of c over agents (part order) with their weights.
 func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
-	return &Merger{c: c, agents: agents, weights: weights}
+	m := &Merger{c: c, agents: agents, weights: weights, names: map[string]*nameSoFar{}, fails: map[failKey]*failSoFar{},
+		second: make([]int64, metrics.CountsLen), soFar: make([]int64, metrics.CountsLen), hist: metrics.NewHist()}
+	for _, w := range weights {
+		m.total += w
+	}
+	distinct := map[string]bool{}
+	for _, r := range c.Plan.Requests {
+		distinct[r.Name] = true
+	}
+	m.single = len(distinct) <= 1
+	return m
 }
 
 // Second merges second sec (1-based) from parts, one per agent in part order; a nil part is
-// missing: its agent's weight share goes into MissingShare and its id into MissingAgents.
+// missing: its agent's weight share goes into MissingShare and its id into MissingAgents. Call it
+// once per second, in order: the run so far (P95SoFarMs, the names' percentiles, the failure
+// counts) is what the calls have added. A part's histogram that does not decode is left out of
+// the latencies (its counts still add).
+//
+// The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
+// bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
+// sums; RPS is the summed requests over the second's interval; the latency distribution and Hist
+// come from the parts' histograms added bucket for bucket, the mean from their exact sums;
+// P95SoFarMs and each name's P50/P95/P99 from every merged second so far added (exact);
+// generator-bound when any part was. T and IntervalS are the latest part's end and the longest
+// part's interval (the agents' seconds end within their start skew of each other; both 0 when
+// every part is missing). Client is the
+// agents' generator summed — CPU % (of one core: 300 = three cores busy), RSS, goroutines and
+// open connections — with the longest GC pause and the highest schedule-lag p99; Agents holds
+// each agent's own. Failure groups: each agent's latest count per group, summed; a group's sample
+// is sent once. Approximate, as no histogram of theirs travels: each name's Timing, and the
+// WebSocket connect and round-trip latencies, which are the agents' figures weighted by their
+// counts (requests so far, sessions, messages received). Monitor values (Target, TargetErrors)
+// are the first present part's; events are all parts'.
 func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
-	return metrics.Sample{ElapsedS: sec}
+	m.sec++
+	s := metrics.Sample{ElapsedS: sec, StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}}
+	clear(m.second)
+	var sum uint64
+	sumOK := true
+	missing := 0
+	for j, p := range parts {
+		if p == nil {
+			s.MissingAgents = append(s.MissingAgents, m.agent(j))
+			missing += m.weight(j)
+			continue
+		}
+		ps := &p.Sample
+		s.T = max(s.T, ps.T)
+		s.IntervalS = max(s.IntervalS, ps.IntervalS)
+		s.Requests += ps.Requests
+		s.Successes += ps.Successes
+		s.Errors += ps.Errors
+		s.Interrupted += ps.Interrupted
+		s.ActiveVUs += ps.ActiveVUs
+		s.DroppedIterations += ps.DroppedIterations
+		s.BytesIn += ps.BytesIn
+		s.BytesOut += ps.BytesOut
+		s.BodyBytesDecoded += ps.BodyBytesDecoded
+		metrics.AddCounts(s.StatusCodes, ps.StatusCodes)
+		metrics.AddCounts(s.ErrorKinds, ps.ErrorKinds)
+		if ps.Protocols != nil {
+			if s.Protocols == nil {
+				s.Protocols = map[string]int64{}
+			}
+			metrics.AddCounts(s.Protocols, ps.Protocols)
+		}
+		s.GeneratorBound = s.GeneratorBound || ps.GeneratorBound
+		addClient(&s.Client, ps.Client)
+		if s.Agents == nil {
+			s.Agents = make(map[string]metrics.ClientSample, len(parts))
+		}
+		s.Agents[m.agent(j)] = ps.Client
+		n, err := m.dec.AddTo(m.second, p.Hist)
+		if err != nil {
+			sumOK = false // a part whose histogram is broken: its latencies are left out
+		}
+		if n > 0 && p.LatencySumUs == 0 {
+			sumOK = false
+		}
+		sum += p.LatencySumUs
+		if s.Target == nil && ps.Target != nil {
+			s.Target, s.TargetErrors = ps.Target, ps.TargetErrors
+		}
+		s.Events = append(s.Events, ps.Events...)
+		s.WS = addWS(s.WS, ps.WS)
+	}
+	if m.total > 0 {
+		s.MissingShare = float64(missing) / float64(m.total)
+	}
+	if s.IntervalS > 0 {
+		s.RPS = round1(float64(s.Requests) / s.IntervalS)
+		if s.WS != nil {
+			s.WS.MessagesSentRate = round1(float64(s.WS.MessagesSent) / s.IntervalS)
+			s.WS.MessagesReceivedRate = round1(float64(s.WS.MessagesReceived) / s.IntervalS)
+		}
+	}
+	if !sumOK {
+		sum = 0 // the mean from the buckets
+	}
+	metrics.FillHist(m.hist, m.second)
+	s.Latency = metrics.LatencyOf(m.hist, sum)
+	s.Hist = m.enc.Encode(m.second)
+	s.LatencySumUs = sum
+	for i, c := range m.second {
+		m.soFar[i] += c
+	}
+	metrics.FillHist(m.hist, m.soFar)
+	s.P95SoFarMs = metrics.Percentile(m.hist, 95)
+	m.mergeNames(&s, parts)
+	s.Failures = m.mergeFailures(parts)
+	return s
+}
+
+func (m *Merger) agent(j int) string {
+	if j < len(m.agents) {
+		return m.agents[j]
+	}
+	return ""
+}
+
+func (m *Merger) weight(j int) int {
+	if j < len(m.weights) {
+		return m.weights[j]
+	}
+	return 0
+}
+
+// mergeNames fills s.ByName; m.hist holds the run so far.
+func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
+	var p50, p95, p99 float64
+	if m.single {
+		p50, p95, p99 = metrics.Percentile(m.hist, 50), s.P95SoFarMs, metrics.Percentile(m.hist, 99)
+	}
+	for j, p := range parts {
+		if p == nil {
+			continue
+		}
+		for name, ns := range p.Sample.ByName {
+			st := m.name(name, len(parts))
+			if j < len(st.latest) {
+				st.latest[j] = ns
+				st.seen[j] += ns.Requests
+			}
+			if h, ok := p.NameHists[name]; ok && !m.single {
+				_, _ = m.dec.AddTo(st.lat, h) // a broken histogram adds what it could
+				st.grew = true
+			}
+		}
+	}
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		for name := range p.Sample.ByName {
+			if s.ByName == nil {
+				s.ByName = map[string]metrics.NameSample{}
+			}
+			if _, done := s.ByName[name]; done {
+				continue
+			}
+			s.ByName[name] = m.nameRow(name, parts, p50, p95, p99, s.IntervalS)
+		}
+	}
+}
+
+func (m *Merger) name(name string, n int) *nameSoFar {
+	st := m.names[name]
+	if st == nil {
+		n = max(n, len(m.agents))
+		st = &nameSoFar{latest: make([]metrics.NameSample, n), seen: make([]int64, n)}
+		if !m.single {
+			st.lat = make([]int64, metrics.CountsLen)
+		}
+		m.names[name] = st
+	}
+	return st
+}
+
+// nameRow is one name's merged row of this second.
+func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interval float64) metrics.NameSample {
+	st := m.names[name]
+	var row metrics.NameSample
+	for _, p := range parts {
+		if p != nil {
+			ns := p.Sample.ByName[name]
+			row.Requests += ns.Requests
+			row.Errors += ns.Errors
+		}
+	}
+	for _, l := range st.latest {
+		row.ChecksPassed += l.ChecksPassed
+		row.ChecksFailed += l.ChecksFailed
+	}
+	row.Timing = blendTiming(st.latest, st.seen)
+	if interval > 0 {
+		row.RPS = round1(float64(row.Requests) / interval)
+	}
+	switch {
+	case m.single:
+		row.P50, row.P95, row.P99 = p50, p95, p99
+	case len(parts) == 1:
+		// one agent: its own figures so far are the run's (and need no histogram)
+		l := st.latest[0]
+		row.P50, row.P95, row.P99 = l.P50, l.P95, l.P99
+	default:
+		if st.grew {
+			metrics.FillHist(m.hist, st.lat)
+			st.p50, st.p95, st.p99 = metrics.Percentile(m.hist, 50), metrics.Percentile(m.hist, 95), metrics.Percentile(m.hist, 99)
+			st.grew = false
+		}
+		row.P50, row.P95, row.P99 = st.p50, st.p95, st.p99
+	}
+	return row
+}
+
+// mergeFailures returns the groups that changed in this second, each with the sum of the agents'
+// latest counts; a group's sample the first time one arrives. Groups beyond
+// metrics.MaxFailureGroups are counted in the "(other)" group.
+func (m *Merger) mergeFailures(parts []*SecondPart) []metrics.FailureGroup {
+	var changed []*failSoFar
+	other := false // the "(other)" group changed
+	var otherSample *metrics.FailureSample
+	for j, p := range parts {
+		if p == nil {
+			continue
+		}
+		for _, g := range p.Sample.Failures {
+			k := failKey{g.Request, g.Kind, g.Message, g.Status}
+			st := m.fails[k]
+			if st == nil {
+				st = &failSoFar{group: metrics.FailureGroup{Request: g.Request, Kind: g.Kind, Status: g.Status, Message: g.Message},
+					counts: make([]int64, len(parts))}
+				isOther := g.Kind == "" && g.Message == metrics.OtherFailures
+				if !isOther {
+					if m.nFails >= metrics.MaxFailureGroups {
+						st.other = true
+					} else {
+						m.nFails++
+					}
+				}
+				m.fails[k] = st
+			}
+			if j < len(st.counts) {
+				st.counts[j] = g.Count
+			}
+			if st.other || (g.Kind == "" && g.Message == metrics.OtherFailures) {
+				other = true
+				if otherSample == nil && g.Sample != nil {
+					otherSample = g.Sample
+				}
+				continue
+			}
+			if g.Sample != nil && !st.shown && st.group.Sample == nil {
+				st.group.Sample = g.Sample
+			}
+			if st.sec != m.sec {
+				st.sec = m.sec
+				changed = append(changed, st)
+			}
+		}
+	}
+	var out []metrics.FailureGroup
+	for _, st := range changed {
+		g := st.group
+		for _, c := range st.counts {
+			g.Count += c
+		}
+		if st.shown {
+			g.Sample = nil
+		}
+		st.shown = st.shown || g.Sample != nil
+		st.group.Sample = nil
+		out = append(out, g)
+	}
+	if other {
+		g := metrics.FailureGroup{Message: metrics.OtherFailures, Sample: otherSample}
+		for _, st := range m.fails {
+			if st.other || (st.group.Kind == "" && st.group.Message == metrics.OtherFailures) {
+				for _, c := range st.counts {
+					g.Count += c
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	metrics.SortFailures(out)
+	return out
 }
 
 // Summary merges the agents' final parts (part order; nil: the agent never finished) into the
-// run's summary, as the engine would have computed it for the whole run.
+// run's summary, as the engine would have computed it for the whole run: engine.Summarize of the
+// agents' cumulative states (engine.Merge says how each figure adds), thresholds judged on the
+// sum. Agents is set to the number of agents; Degraded, LostAgents and StartSkewMs are the
+// coordinator's. An error when no part has a state, or the states do not fit together.
 func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
-	return nil, errors.New("cluster: merge not built yet")
+	var states []*engine.Final
+	for _, p := range parts {
+		if p != nil && p.State != nil {
+			states = append(states, p.State)
+		}
+	}
+	if len(states) == 0 {
+		return nil, errors.New("cluster: no agent delivered its final state")
+	}
+	sum, err := engine.Summarize(m.c, states...)
+	if err != nil {
+		return nil, err
+	}
+	sum.Agents = len(m.agents)
+	return sum, nil
 }
+
+// addClient adds an agent's generator figures: CPU, RSS, goroutines and connections summed, the
+// longest GC pause and the highest schedule-lag p99.
+func addClient(dst *metrics.ClientSample, c metrics.ClientSample) {
+	dst.CPUPercent = round1(dst.CPUPercent + c.CPUPercent)
+	dst.RSSBytes += c.RSSBytes
+	dst.Goroutines += c.Goroutines
+	dst.OpenConns += c.OpenConns
+	dst.GCPauseMs = max(dst.GCPauseMs, c.GCPauseMs)
+	dst.ScheduleLagP99Ms = max(dst.ScheduleLagP99Ms, c.ScheduleLagP99Ms)
+}
+
+// addWS adds a part's WebSocket second into w (nil until a part has one); the latencies are
+// weighted by sessions (connect) and messages received (round trip).
+func addWS(w, p *metrics.WSStats) *metrics.WSStats {
+	if p == nil {
+		return w
+	}
+	if w == nil {
+		c := *p
+		return &c
+	}
+	w.Connect = blend(w.Connect, w.Sessions, p.Connect, p.Sessions)
+	w.RoundTrip = blend(w.RoundTrip, w.MessagesReceived, p.RoundTrip, p.MessagesReceived)
+	w.Sessions += p.Sessions
+	w.SessionsFailed += p.SessionsFailed
+	w.MessagesSent += p.MessagesSent
+	w.MessagesReceived += p.MessagesReceived
+	return w
+}
+
+// blendTiming weights the agents' latest Timing of a name by their requests of it so far.
+func blendTiming(rows []metrics.NameSample, seen []int64) metrics.Timing {
+	var t metrics.Timing
+	var n int64
+	for j, r := range rows {
+		w := seen[j]
+		t.Connect = blend(t.Connect, n, r.Timing.Connect, w)
+		t.TLS = blend(t.TLS, n, r.Timing.TLS, w)
+		t.Wait = blend(t.Wait, n, r.Timing.Wait, w)
+		t.Receive = blend(t.Receive, n, r.Timing.Receive, w)
+		n += w
+	}
+	return t
+}
+
+// blend combines two distributions of na and nb values: the smaller minimum, the larger
+// maximum, the other figures weighted by the counts (exact for the mean, an approximation for
+// the percentiles).
+func blend(a metrics.Latency, na int64, b metrics.Latency, nb int64) metrics.Latency {
+	switch {
+	case nb <= 0:
+		return a
+	case na <= 0:
+		return b
+	}
+	wa, wb := float64(na)/float64(na+nb), float64(nb)/float64(na+nb)
+	mix := func(x, y float64) float64 { return round3(x*wa + y*wb) }
+	return metrics.Latency{Min: min(a.Min, b.Min), Max: max(a.Max, b.Max), Mean: mix(a.Mean, b.Mean),
+		P50: mix(a.P50, b.P50), P75: mix(a.P75, b.P75), P90: mix(a.P90, b.P90), P95: mix(a.P95, b.P95),
+		P99: mix(a.P99, b.P99), P99_9: mix(a.P99_9, b.P99_9)}
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

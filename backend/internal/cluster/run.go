@@ -1,18 +1,27 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/segment"
 )
-
-// TODO(issue 14, coordinator): placeholders of the agreed shapes; the coordinator replaces them.
 
 // RunSpec is a run over agents.
 type RunSpec struct {
@@ -26,6 +35,34 @@ type RunSpec struct {
 // DefaultFenceAfter is fence_after when a run does not set it.
 const DefaultFenceAfter = 10 * time.Second
 
+// Timing of a run over agents (SHAPES14.md, docs/scale-out.md "The controller's side of a run").
+const (
+	// PrepareTimeout bounds each agent's answer to Prepare.
+	PrepareTimeout = 10 * time.Second
+	// MinStartDelay is the least time between the start broadcast and start_at; a worse network
+	// gets 3 × the worst clock-probe round trip the agents measured.
+	MinStartDelay = time.Second
+	// SecondGrace is how long after its end (start_at + s) second s waits for a late agent before
+	// it is merged with that agent's share missing.
+	SecondGrace = 2 * time.Second
+	// EndMargin is how long past the planned end (start_at + load length + graceful stop), or past
+	// a stop plus the graceful stop, the controller waits for the agents' final messages; an agent
+	// whose final has not come by then is lost.
+	EndMargin = 5 * time.Second
+	// FutureSeconds bounds how far ahead of the next second to merge an agent's snapshot may be;
+	// one further ahead is ignored (and logged once): it bounds what the controller buffers.
+	FutureSeconds = 30
+)
+
+// Snapshot stream limits: a run's snapshots are merged as they come; the stream only has to keep
+// them across a controller restart and long enough for the duplicate window.
+const (
+	streamDuplicates = 15 * time.Minute
+	streamMaxAge     = 24 * time.Hour
+	streamFileBytes  = 1 << 30
+	streamMemBytes   = 128 << 20
+)
+
 // RunHooks receive a run's results as they come.
 type RunHooks struct {
 	// OnSecond gets each merged second once, in order (MissingShare set when a share is missing).
@@ -35,27 +72,628 @@ type RunHooks struct {
 	OnAgentSecond func(agent string, s metrics.Sample)
 }
 
-// Coordinator runs plans over the registry's agents. Safe for concurrent use.
+// Coordinator runs plans over the registry's agents and answers the agents' clock probes. Safe
+// for concurrent use. Its clock is the registry's (Start's now), so that presence ages and a
+// run's deadlines are on one clock.
 type Coordinator struct {
 	conn *nats.Conn
+	js   nats.JetStreamContext
 	reg  *Registry
 	log  *slog.Logger
+	id   string // this controller process (Prepare.Controller, Control.Controller)
+	now  func() time.Time
+	tsub *nats.Subscription
+
+	// tick is how often a run looks at its clock (deadlines, presence); tickHook runs after each
+	// look (tests).
+	tick     time.Duration
+	tickHook func()
+	takeHook func(agent string, s *Snapshot) // each snapshot a run takes in (tests)
+
+	mu   sync.Mutex
+	busy map[string]int64 // agent id → the run of this coordinator it works on
 }
 
-// NewCoordinator makes the coordinator on the controller's connection conn.
-func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger) (*Coordinator, error) {
+// CoordinatorOption configures NewCoordinator.
+type CoordinatorOption func(*coordOpts)
+
+type coordOpts struct{ file bool }
+
+// FileStore keeps the snapshot stream on disk: pass it when the broker has a store dir
+// (bus.Config.StoreDir), so that snapshots survive a controller restart. Without it the stream
+// is in memory. An existing stream keeps its storage (JetStream cannot change it).
+func FileStore(on bool) CoordinatorOption { return func(o *coordOpts) { o.file = on } }
+
+// NewCoordinator makes the coordinator on the controller's connection conn (every permission):
+// it answers clock probes on bus.SubjectTime with TimeReply and creates (or updates) the
+// JetStream stream SnapshotStream on volley.run.*.snap.* (duplicate window 15 min, at most 24 h
+// and 1 GiB on disk or 128 MiB in memory, oldest dropped first).
+func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...CoordinatorOption) (*Coordinator, error) {
+	if conn == nil || reg == nil {
+		return nil, errors.New("cluster: a coordinator needs a connection and a registry")
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Coordinator{conn: conn, reg: reg, log: log}, nil
+	var o coordOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	js, err := conn.JetStream()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: jetstream: %w", err)
+	}
+	c := &Coordinator{conn: conn, js: js, reg: reg, log: log, id: randomID(), now: reg.now,
+		tick: 50 * time.Millisecond, busy: map[string]int64{}}
+	if err := c.ensureStream(o.file); err != nil {
+		return nil, err
+	}
+	// A queue group: one controller answers even while a restarted one overlaps the old.
+	c.tsub, err = conn.QueueSubscribe(bus.SubjectTime, "volley-time", func(m *nats.Msg) {
+		b, _ := json.Marshal(TimeReply{UnixNano: c.now().UnixNano()})
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := conn.Flush(); err != nil {
+		_ = c.tsub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return c, nil
+}
+
+// Close stops answering clock probes (runs in progress go on).
+func (c *Coordinator) Close() { _ = c.tsub.Unsubscribe() }
+
+func (c *Coordinator) ensureStream(file bool) error {
+	cfg := &nats.StreamConfig{Name: SnapshotStream, Subjects: []string{"volley.run.*.snap.*"},
+		Retention: nats.LimitsPolicy, Discard: nats.DiscardOld, Duplicates: streamDuplicates,
+		MaxAge: streamMaxAge, Storage: nats.MemoryStorage, MaxBytes: streamMemBytes}
+	if file {
+		cfg.Storage, cfg.MaxBytes = nats.FileStorage, streamFileBytes
+	}
+	info, err := c.js.StreamInfo(SnapshotStream)
+	switch {
+	case errors.Is(err, nats.ErrStreamNotFound):
+		_, err = c.js.AddStream(cfg)
+	case err == nil:
+		if info.Config.Storage != cfg.Storage {
+			c.log.Warn("the snapshot stream keeps its storage", "stream", SnapshotStream, "storage", info.Config.Storage.String())
+			cfg.Storage = info.Config.Storage
+			cfg.MaxBytes = map[bool]int64{true: streamFileBytes, false: streamMemBytes}[cfg.Storage == nats.FileStorage]
+		}
+		_, err = c.js.UpdateStream(cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: snapshot stream %s: %w", SnapshotStream, err)
+	}
+	return nil
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// RefusedError is an agent's refusal of a run at Prepare (or its failure to answer).
+type RefusedError struct {
+	Agent  string
+	Reason string
+	Fields map[string]string // the plan's problems by field, when that is why
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("agent %q refused the run: %s", e.Agent, e.Reason)
 }
 
 // Run prepares the agents, starts them at one instant, merges their seconds as they come and
 // returns the run's merged summary (Agents, Degraded, LostAgents, StartSkewMs set). Cancelling
 // ctx stops the run (the agents get the plan's graceful stop). An agent refusing Prepare fails the
-// run with its reason (*RefusedError naming the agent).
-func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (*metrics.Summary, error) {
-	return nil, errors.New("cluster: runs over agents are not built yet")
+// run with its reason (*RefusedError naming the agent); every prepared agent is told to stop.
+//
+// Steps (SHAPES14.md): Prepare to every agent at once (PrepareTimeout each); start_at = now +
+// max(MinStartDelay, 3 × the worst probe RTT) broadcast on RunControlSubject; the run's
+// snapshots from a JetStream consumer (acknowledged one by one); second s is merged when every
+// live agent has delivered it or at start_at + s + SecondGrace; an agent whose presence expires
+// (bus.PresenceTTL) is lost and its share missing from then on; the run ends when every agent's
+// final message is in or it is lost, or EndMargin past the planned end.
+func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (sum *metrics.Summary, err error) {
+	if spec.Plan == nil || spec.Plan.Plan == nil {
+		return nil, errors.New("cluster: a run needs a compiled plan")
+	}
+	if len(spec.Agents) == 0 {
+		return nil, errors.New("cluster: a run needs at least one agent")
+	}
+	ids := make([]string, len(spec.Agents))
+	weights := make([]int, len(spec.Agents))
+	for i, a := range spec.Agents {
+		ids[i], weights[i] = a.ID, cmp.Or(a.Weight, a.Cores, 1)
+		if slices.Contains(ids[:i], a.ID) {
+			return nil, fmt.Errorf("cluster: agent %q is in the run twice", a.ID)
+		}
+	}
+	seq, err := segment.New(weights...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: splitting the run over %d agents: %w", len(ids), err)
+	}
+	planJSON, err := json.Marshal(spec.Plan.Plan)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := c.claim(spec.Run, ids); err != nil {
+		return nil, err
+	}
+	defer c.release(ids)
+
+	r := &run{c: c, spec: spec, hooks: hooks, ids: ids, log: c.log.With("run", spec.Run),
+		merger: NewMerger(spec.Plan, ids, weights)}
+	r.init()
+	// A run id is new to a run: whatever the stream holds under it is stale (a store dir that
+	// outlived its database). Then the consumer, before anything starts: nothing is missed.
+	filter := fmt.Sprintf("volley.run.%d.snap.*", spec.Run)
+	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: filter}); err != nil {
+		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
+	}
+	sub, err := c.js.PullSubscribe(filter, "",
+		nats.BindStream(SnapshotStream), nats.AckExplicit(), nats.DeliverAll(), nats.InactiveThreshold(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the run's snapshot consumer: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	rtt, err := c.prepare(ctx, spec, ids, seq, planJSON)
+	if err != nil {
+		c.control(Control{Kind: ControlStop, Run: spec.Run, Reason: err.Error()})
+		return nil, err
+	}
+	r.startAt = c.now().Add(max(MinStartDelay, 3*rtt))
+	c.control(Control{Kind: ControlStart, Run: spec.Run, StartAtUnixNano: r.startAt.UnixNano()})
+	r.log.Info("run started over agents", "agents", ids, "start_at", r.startAt)
+
+	fctx, stopFetch := context.WithCancel(context.Background())
+	in := make(chan incoming, 256)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		r.fetch(fctx, sub, in)
+	}()
+	defer func() { stopFetch(); <-fetched }()
+	return r.loop(ctx, in)
+}
+
+// claim marks ids busy with run (an agent runs one run at a time).
+func (c *Coordinator) claim(run int64, ids []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if other, ok := c.busy[id]; ok {
+			return fmt.Errorf("cluster: agent %q is running run %d", id, other)
+		}
+	}
+	for _, id := range ids {
+		c.busy[id] = run
+	}
+	return nil
+}
+
+func (c *Coordinator) release(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.busy, id)
+	}
+}
+
+// control broadcasts m on its run's control subject.
+func (c *Coordinator) control(m Control) {
+	m.Controller = c.id
+	b, _ := json.Marshal(m)
+	if err := c.conn.Publish(RunControlSubject(m.Run), b); err != nil {
+		c.log.Error("control broadcast failed", "run", m.Run, "kind", m.Kind, "err", err)
+	}
+	_ = c.conn.Flush()
+}
+
+// prepare sends Prepare to every agent at once and returns the worst RTT they measured, or the
+// first refusal in part order.
+func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, seq *segment.Sequence, planJSON []byte) (time.Duration, error) {
+	fence := cmp.Or(spec.FenceAfter, DefaultFenceAfter)
+	errs := make([]error, len(ids))
+	rtts := make([]float64, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = &RefusedError{Agent: id, Reason: fmt.Sprintf("prepare failed: %v", p)}
+				}
+			}()
+			body, err := json.Marshal(Prepare{Run: spec.Run, Controller: c.id, Plan: planJSON,
+				Segment: seq.Segment(i).Wire(), Agents: ids, FenceAfterMs: fence.Milliseconds(),
+				Secrets: spec.Plan.Plan.Secrets})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			pctx, cancel := context.WithTimeout(ctx, PrepareTimeout)
+			defer cancel()
+			m, err := c.conn.RequestWithContext(pctx, PrepareSubject(id), body)
+			if err != nil {
+				reason := "it did not answer within " + PrepareTimeout.String() + ": " + err.Error()
+				if errors.Is(err, nats.ErrNoResponders) {
+					reason = "it is not connected"
+				} else if ctx.Err() != nil {
+					reason = "the run was stopped while preparing"
+				}
+				errs[i] = &RefusedError{Agent: id, Reason: reason}
+				return
+			}
+			var rd Ready
+			if err := json.Unmarshal(m.Data, &rd); err != nil {
+				errs[i] = &RefusedError{Agent: id, Reason: "its answer is not valid JSON: " + err.Error()}
+				return
+			}
+			if !rd.OK {
+				errs[i] = &RefusedError{Agent: id, Reason: cmp.Or(rd.Error, "no reason given"), Fields: rd.Fields}
+				return
+			}
+			c.log.Info("agent ready", "run", spec.Run, "agent", id, "vus", rd.VUs, "clock_offset_ms", rd.ClockOffsetMs, "rtt_ms", rd.RTTMs)
+			rtts[i] = rd.RTTMs
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	worst := min(slices.Max(rtts), 10_000) // a bogus RTT must not postpone the start by hours
+	return time.Duration(max(0, worst) * float64(time.Millisecond)), nil
+}
+
+// incoming is a snapshot from the consumer (agent is the subject's: only agent id may publish it).
+type incoming struct {
+	agent string
+	snap  Snapshot
+}
+
+// run is one Run's state; only its loop goroutine touches it after init.
+type run struct {
+	c       *Coordinator
+	spec    RunSpec
+	hooks   RunHooks
+	ids     []string
+	index   map[string]int
+	log     *slog.Logger
+	merger  *Merger
+	startAt time.Time
+
+	planned  int                   // the last second the plan can have (length + graceful stop, rounded up, + 1)
+	next     int                   // the next second to merge
+	pending  map[int][]*SecondPart // unmerged seconds' parts, by second, in part order
+	seen     []map[int]struct{}    // each agent's seconds handed to OnAgentSecond
+	finals   []*FinalPart          // each agent's final part
+	finalSec []int                 // the Second of each agent's final (0: none yet)
+	started  []int64               // each agent's StartedUnixNano (0: not said)
+	lost     []bool                // lost: presence expired, or no final by the end
+	lastSec  []int                 // each agent's highest second delivered
+	warned   map[string]struct{}   // what was logged once
+	degraded bool
+	failures []string // agents' run errors
+}
+
+func (r *run) init() {
+	n := len(r.ids)
+	r.index = make(map[string]int, n)
+	for i, id := range r.ids {
+		r.index[id] = i
+	}
+	r.next = 1
+	load := r.spec.Plan.Plan.Load
+	r.planned = int((load.Length()+load.GracefulStop.D()+time.Second-1)/time.Second) + 1
+	r.pending = map[int][]*SecondPart{}
+	r.seen = make([]map[int]struct{}, n)
+	for i := range r.seen {
+		r.seen[i] = map[int]struct{}{}
+	}
+	r.finals, r.finalSec, r.started = make([]*FinalPart, n), make([]int, n), make([]int64, n)
+	r.lost, r.lastSec = make([]bool, n), make([]int, n)
+	r.warned = map[string]struct{}{}
+}
+
+// once logs msg the first time key is seen.
+func (r *run) once(key, msg string, args ...any) {
+	if _, ok := r.warned[key]; ok || len(r.warned) >= 1000 {
+		return
+	}
+	r.warned[key] = struct{}{}
+	r.log.Warn(msg, args...)
+}
+
+// fetch pulls the run's snapshots, acknowledges each and hands the well-formed ones to in.
+func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incoming) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("snapshot fetcher panicked", "panic", p)
+		}
+	}()
+	prefix := fmt.Sprintf("volley.run.%d.snap.", r.spec.Run)
+	bad := map[string]bool{}
+	for ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		msgs, err := sub.Fetch(64, nats.Context(fctx))
+		cancel()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+			r.log.Warn("fetching snapshots", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		for _, m := range msgs {
+			_ = m.Ack()
+			agent := strings.TrimPrefix(m.Subject, prefix)
+			var s Snapshot
+			if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
+				if !bad[agent] && len(bad) < 1000 {
+					bad[agent] = true
+					r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
+				}
+				continue
+			}
+			select {
+			case in <- incoming{agent: agent, snap: s}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// loop merges the run's seconds until its end and returns the summary.
+func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summary, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sum, err = nil, fmt.Errorf("cluster: run %d: %v", r.spec.Run, p)
+			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: err.Error()})
+		}
+	}()
+	load := r.spec.Plan.Plan.Load
+	grace := load.GracefulStop.D()
+	end := r.startAt.Add(load.Length() + grace + EndMargin)
+	stopped := false
+	t := time.NewTicker(r.c.tick)
+	defer t.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case m := <-in:
+			r.take(m)
+		case <-done:
+			done = nil
+			if !stopped {
+				stopped = true
+				r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "stopped"})
+				now := r.c.now()
+				if e := now.Add(grace + EndMargin); e.Before(end) {
+					end = e
+				}
+				// No agent has a second past the stop + graceful stop.
+				r.planned = min(r.planned, int((max(0, now.Sub(r.startAt))+grace+time.Second-1)/time.Second)+1)
+				r.log.Info("run stopped; waiting for the agents' final messages", "until", end)
+			}
+		case <-t.C:
+		}
+		now := r.c.now()
+		r.watch(now)
+		over := !now.Before(end)
+		if over && !stopped {
+			stopped = true // whoever still runs past the end is told to stop
+			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "the run's end has passed"})
+		}
+		if over {
+			for i := range r.ids {
+				if r.finals[i] == nil && !r.lost[i] {
+					r.lose(i, "its final message did not come by the run's end")
+				}
+			}
+		}
+		r.closeSeconds(now, over)
+		if h := r.c.tickHook; h != nil {
+			h()
+		}
+		if r.finished() {
+			return r.summary()
+		}
+	}
+}
+
+// take files one snapshot.
+func (r *run) take(m incoming) {
+	if h := r.c.takeHook; h != nil {
+		h(m.agent, &m.snap)
+	}
+	i, ok := r.index[m.agent]
+	if !ok {
+		r.once("agent "+m.agent, "ignoring snapshots of an agent not in the run", "agent", m.agent)
+		return
+	}
+	s := m.snap
+	if s.StartedUnixNano != 0 && r.started[i] == 0 {
+		r.started[i] = s.StartedUnixNano
+	}
+	if s.Final != nil {
+		if r.finals[i] == nil {
+			r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
+			if s.Error != "" {
+				r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", m.agent, s.Error))
+				r.degraded = true
+			}
+			if s.Fenced {
+				r.degraded = true
+				r.log.Warn("agent fenced itself (cut off from the broker)", "agent", m.agent)
+			}
+		}
+		return
+	}
+	if s.Part == nil || s.Second < 1 {
+		r.once("empty "+m.agent, "ignoring a snapshot without a second", "agent", m.agent, "second", s.Second)
+		return
+	}
+	if s.Second >= r.next+FutureSeconds {
+		r.once("future "+m.agent, "ignoring a snapshot for a second far ahead", "agent", m.agent, "second", s.Second, "merging", r.next)
+		return
+	}
+	if _, dup := r.seen[i][s.Second]; dup {
+		return
+	}
+	r.seen[i][s.Second] = struct{}{}
+	r.lastSec[i] = max(r.lastSec[i], s.Second)
+	part := s.Part
+	part.Sample.ElapsedS = s.Second
+	if r.hooks.OnAgentSecond != nil {
+		r.hooks.OnAgentSecond(m.agent, part.Full())
+	}
+	if s.Second < r.next {
+		return // merged already without it
+	}
+	p := r.pending[s.Second]
+	if p == nil {
+		p = make([]*SecondPart, len(r.ids))
+		r.pending[s.Second] = p
+	}
+	p[i] = part
+}
+
+// watch marks agents whose presence expired as lost.
+func (r *run) watch(now time.Time) {
+	for i, id := range r.ids {
+		if r.lost[i] || r.finals[i] != nil {
+			continue
+		}
+		seen, ok := r.c.reg.Seen(id)
+		if !ok || now.Sub(seen) > bus.PresenceTTL {
+			r.lose(i, "its presence expired")
+		}
+	}
+}
+
+func (r *run) lose(i int, why string) {
+	r.lost[i], r.degraded = true, true
+	r.log.Warn("agent lost; its share is missing from here on", "agent", r.ids[i], "why", why, "last_second", r.lastSec[i])
+}
+
+// expects says whether second s still waits for agent i.
+func (r *run) expects(i, s int) bool {
+	return !r.lost[i] && (r.finalSec[i] == 0 || s < r.finalSec[i])
+}
+
+// lastSecond is the run's last second once every agent has finished or is lost (known false
+// while an agent may still deliver more).
+func (r *run) lastSecond() (last int, known bool) {
+	for i := range r.ids {
+		switch {
+		case r.finalSec[i] > 0:
+			last = max(last, r.finalSec[i]-1)
+		case r.lost[i]:
+			last = max(last, r.lastSec[i])
+		default:
+			return 0, false
+		}
+	}
+	return last, true
+}
+
+// closeSeconds merges, in order, every second that every agent still expected has delivered or
+// whose grace is past (up to the plan's last possible second); over (the run's end passed): every second up to the last any agent
+// delivered.
+func (r *run) closeSeconds(now time.Time, over bool) {
+	for {
+		s := r.next
+		last, known := r.lastSecond()
+		if over {
+			last, known = max(last, slices.Max(r.lastSec)), true
+		}
+		if known && s > last {
+			return
+		}
+		parts := r.pending[s]
+		waiting := false
+		for i := range r.ids {
+			if r.expects(i, s) && (parts == nil || parts[i] == nil) {
+				waiting = true
+			}
+		}
+		due := s <= r.planned && !now.Before(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace))
+		if waiting && !due && !over {
+			return
+		}
+		if parts == nil {
+			parts = make([]*SecondPart, len(r.ids))
+		}
+		for i := range r.ids {
+			// An agent that finished before s has nothing in it: an empty part, not a missing one.
+			if parts[i] == nil && r.finalSec[i] > 0 && s >= r.finalSec[i] {
+				parts[i] = &SecondPart{Sample: metrics.Sample{ElapsedS: s}}
+			}
+		}
+		if slices.Contains(parts, nil) {
+			r.degraded = true
+		}
+		m := r.merger.Second(s, parts)
+		delete(r.pending, s)
+		r.next++
+		if r.hooks.OnSecond != nil {
+			r.hooks.OnSecond(m)
+		}
+	}
+}
+
+// finished: every agent delivered its final or is lost, and every second is merged.
+func (r *run) finished() bool {
+	last, known := r.lastSecond()
+	return known && r.next > last
+}
+
+// summary merges the finals and adds what only the controller knows.
+func (r *run) summary() (*metrics.Summary, error) {
+	var lost []string
+	for i, id := range r.ids {
+		if r.lost[i] {
+			lost = append(lost, id)
+		}
+	}
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
+		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
+	}
+	if len(r.failures) == len(r.ids) {
+		return nil, fmt.Errorf("cluster: run %d failed on every agent: %s", r.spec.Run, strings.Join(r.failures, "; "))
+	}
+	sum, err := r.merger.Summary(r.finals)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
+	}
+	sum.Agents = len(r.ids)
+	sum.Degraded = r.degraded
+	sum.LostAgents = lost
+	var lo, hi int64
+	for _, s := range r.started {
+		if s == 0 {
+			continue
+		}
+		if lo == 0 || s < lo {
+			lo = s
+		}
+		hi = max(hi, s)
+	}
+	if lo != 0 {
+		skew := float64(hi-lo) / 1e6
+		sum.StartSkewMs = &skew
+	}
+	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", sum.StartSkewMs)
+	return sum, nil
 }
 
 // PickError says why Pick could not choose the agents asked for.
@@ -65,10 +703,50 @@ type PickError struct {
 	Available int               // idle agents that match
 }
 
-func (e *PickError) Error() string { return "cluster: not enough idle agents" }
+func (e *PickError) Error() string {
+	var b strings.Builder
+	b.WriteString("not enough idle agents: ")
+	if e.Want > 0 {
+		fmt.Fprintf(&b, "%d asked for", e.Want)
+	} else {
+		b.WriteString("at least one asked for")
+	}
+	if len(e.Labels) > 0 {
+		keys := slices.Sorted(maps.Keys(e.Labels))
+		for i, k := range keys {
+			keys[i] = k + "=" + e.Labels[k]
+		}
+		fmt.Fprintf(&b, " with labels %s", strings.Join(keys, ","))
+	}
+	fmt.Fprintf(&b, ", %d idle", e.Available)
+	return b.String()
+}
 
 // Pick chooses idle agents: n of them (n ≥ 1), or every idle agent matching labels when labels is
 // non-empty (and n is 0), in a stable order (by id). *PickError when too few are available.
+// With both, n of the idle agents matching labels.
 func (r *Registry) Pick(n int, labels map[string]string) ([]Agent, error) {
-	return nil, &PickError{Want: n, Labels: labels}
+	var match []Agent
+	for _, a := range r.List() {
+		if a.State != "idle" {
+			continue
+		}
+		ok := true
+		for k, v := range labels {
+			if a.Labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			match = append(match, a)
+		}
+	}
+	if n < 0 || (n == 0 && len(labels) == 0) || len(match) == 0 || len(match) < n {
+		return nil, &PickError{Want: n, Labels: labels, Available: len(match)}
+	}
+	if n > 0 {
+		match = match[:n]
+	}
+	return match, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // benchTarget is an in-process fasthttp server on loopback (fasthttp's server does not allocate
@@ -53,11 +54,11 @@ func benchRunPlan(b *testing.B, p *plan.Plan) *metrics.Summary {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	cpu := processCPU()
+	cpu := testutil.ProcessCPU()
 	b.ResetTimer()
 	sum, err := e.Run(context.Background())
 	b.StopTimer()
-	cpu = processCPU() - cpu
+	cpu = testutil.ProcessCPU() - cpu
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		b.Fatalf("run: %v", err)

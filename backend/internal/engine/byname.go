@@ -4,6 +4,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
+	seg "github.com/volley-load/volley/backend/internal/segment"
 )
 
 // Per-request-name figures (Sample.ByName every second, Summary.ByName at the end), for every plan:
@@ -25,6 +26,11 @@ type nameStats struct {
 	total     metrics.PhaseCounts  // the names' phases summed, for the run's Timing (summary)
 	last      []metrics.NameSample // each name's previous row
 	quiet     []int                // each name's seconds in a row without a finished request
+	// prevLat is each name's cumulative latency counts as last read, for Sample.NameHists (the
+	// name's second: the reading less the previous one); nil for a run on one machine, which
+	// needs no merge (made for an engine running a segment of a plan with several names).
+	prevLat [][]int64
+	second  []int64 // a name's second (reused)
 }
 
 func (c *collector) nameStats() *nameStats {
@@ -50,6 +56,9 @@ func (c *collector) nameStats() *nameStats {
 		ns.last, ns.quiet = make([]metrics.NameSample, n), make([]int, n)
 		ns.lat = make([]int64, metrics.CountsLen)
 		ns.hist = metrics.NewHist()
+		if e.opts.Segment != seg.Whole {
+			ns.prevLat, ns.second = make([][]int64, n), make([]int64, metrics.CountsLen)
+		}
 	}
 	c.names = ns
 	return ns
@@ -110,6 +119,9 @@ func (c *collector) sampleByName(s *metrics.Sample, d *metrics.Counts, span floa
 			set.LatencyCounts(j, st.lat)
 			metrics.FillHist(st.hist, st.lat)
 			n.P50, n.P95, n.P99 = metrics.Percentile(st.hist, 50), metrics.Percentile(st.hist, 95), metrics.Percentile(st.hist, 99)
+			if st.prevLat != nil {
+				c.nameSecond(s, j, name)
+			}
 			set.ReadPhases(j, &st.phases)
 			n.Timing = st.phases.Timing()
 		}
@@ -119,30 +131,53 @@ func (c *collector) sampleByName(s *metrics.Sample, d *metrics.Counts, span floa
 	c.nameCur, c.namePrev = c.namePrev, c.nameCur
 }
 
-// summaryByName fills s.ByName and s.Timing from the cumulative counters; s's run figures are set.
-func (c *collector) summaryByName(s *metrics.Summary) {
+// nameSecond puts name j's latency histogram of this second into s.NameHists: the cumulative
+// counts just read (st.lat) less those of its previous reading. A name whose counts did not change
+// has none.
+func (c *collector) nameSecond(s *metrics.Sample, j int, name string) {
+	st := c.names
+	prev := st.prevLat[j]
+	if prev == nil {
+		prev = make([]int64, metrics.CountsLen)
+		st.prevLat[j] = prev
+	}
+	changed := false
+	for i, v := range st.lat {
+		d := v - prev[i]
+		st.second[i] = d
+		changed = changed || d != 0
+	}
+	if !changed {
+		return
+	}
+	copy(prev, st.lat)
+	if s.NameHists == nil {
+		s.NameHists = make(map[string]string)
+	}
+	s.NameHists[name] = c.enc.Encode(st.second)
+}
+
+// finalNames fills f.Names from the cumulative counters (the checks read by the last tick).
+func (c *collector) finalNames(f *Final) {
 	e := c.e
-	st := c.nameStats() // its checks read by tick, before the counts
+	st := c.nameStats()
 	set := e.names
 	if set == nil {
-		e.rec.ReadPhases(&st.phases)
-		s.Timing = st.phases.Timing()
-		s.ByName[e.reqs[0].r.Name] = metrics.NameStats{Requests: s.Requests, Errors: s.Errors, Latency: s.Latency,
-			Timing: s.Timing, ChecksPassed: st.passes[0], ChecksFailed: st.fails[0], RPS: s.RPS}
+		n := FinalName{Name: e.reqs[0].r.Name, Successes: f.Successes, Errors: f.Requests - f.Successes,
+			ChecksPassed: st.passes[0], ChecksFailed: st.fails[0]}
+		e.rec.ReadPhases(&n.Phases.PhaseCounts)
+		f.Names = []FinalName{n}
 		return
 	}
 	counts := make([]metrics.NameCount, len(set.Names))
 	set.Read(counts)
-	st.total = metrics.PhaseCounts{}
+	lat := make([]int64, metrics.CountsLen)
+	f.Names = make([]FinalName, len(set.Names))
 	for j, name := range set.Names {
-		set.ReadPhases(j, &st.phases)
-		st.total.Add(&st.phases)
-		n := metrics.NameStats{Requests: counts[j].Successes + counts[j].Errors, Errors: counts[j].Errors,
-			Latency: set.Latency(j), Timing: st.phases.Timing(), ChecksPassed: st.passes[j], ChecksFailed: st.fails[j]}
-		if s.DurationS > 0 {
-			n.RPS = round(float64(n.Requests)/s.DurationS, 1)
-		}
-		s.ByName[name] = n
+		n := &f.Names[j]
+		*n = FinalName{Name: name, Successes: counts[j].Successes, Errors: counts[j].Errors,
+			ChecksPassed: st.passes[j], ChecksFailed: st.fails[j]}
+		n.Latency = copyHist(lat, set.LatencyCounts(j, lat))
+		set.ReadPhases(j, &n.Phases.PhaseCounts)
 	}
-	s.Timing = st.total.Timing()
 }

@@ -41,7 +41,7 @@ func BenchmarkCollectorByName(b *testing.B) {
 	d := metrics.NewCounts()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU()
+	cpu := testutil.ProcessCPU()
 	for range b.N {
 		var s metrics.Sample
 		d.Requests = 1
@@ -56,7 +56,7 @@ func BenchmarkCollectorByName(b *testing.B) {
 		}
 	}
 	// one op a second: its CPU time (ns) / 1 s, in % of a core
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e7, "cpu-%-per-s")
+	b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N)/1e7, "cpu-%-per-s")
 }
 
 // TestChecksNeverAheadOfRequests: each second's cumulative checks of a one-check plan never pass

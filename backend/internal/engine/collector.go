@@ -23,19 +23,17 @@ const (
 // schedule (start + k·interval), and into the Summary at the end. It runs in its own goroutine;
 // the VUs never wait for it.
 type collector struct {
-	e                  *Engine
-	sampler            *procstat.Sampler
-	cur, prev, delta   *metrics.Counts
-	lastTick           time.Time
-	lastActive         int64 // ActiveVUs of the previous sample
-	k                  int
-	cpuSum, cpuMax     float64
-	rssMax             uint64
-	seconds, boundSecs int
-	boundCPU           float64
-	levels             []levelAgg // a stepped executor's (concurrency-sweep) levels; nil for the others
-	sweep              stepper    // nil for executors without levels
-	nameCur, namePrev  []metrics.NameCount
+	e                 *Engine
+	sampler           *procstat.Sampler
+	cur, prev, delta  *metrics.Counts
+	lastTick          time.Time
+	lastActive        int64 // ActiveVUs of the previous sample
+	k                 int
+	secs              []FinalSecond // the seconds so far (final.go)
+	boundCPU          float64
+	levels            []FinalLevel // a stepped executor's (concurrency-sweep) levels; nil for the others
+	sweep             stepper      // nil for executors without levels
+	nameCur, namePrev []metrics.NameCount
 
 	// reused every second: no per-second histogram allocation but the encoded string
 	hist, lagHist *hdr.Histogram
@@ -47,17 +45,6 @@ type collector struct {
 
 	target targetSide // the run's monitors (target.go)
 	ws     wsHists    // the ws block's histograms (ws.go), made on the first sample of a run with WebSocket steps
-}
-
-// levelAgg accumulates the seconds of one concurrency-sweep level.
-type levelAgg struct {
-	hist             *hdr.Histogram
-	requests, errors int64
-	span             float64
-	cpuSum           float64
-	n                int
-	rssMax           uint64
-	bound            int
 }
 
 func newCollector(e *Engine) *collector {
@@ -171,11 +158,13 @@ func (c *collector) tick(now time.Time, final bool) {
 	}
 	s.GeneratorBound = ps.CPUPercent >= c.boundCPU || lagP99 > float64(boundLag/time.Millisecond)
 	c.target.attach(&s, now)
+	level := 0
 	if c.sweep != nil {
-		c.addToLevel(began, span, d, h, ps.CPUPercent, ps.RSSBytes, s.GeneratorBound)
+		level = c.addToLevel(began, d)
 	}
 	s.Failures = c.fails.next(c.e.fails)
 	s.Hist = c.enc.Encode(d.Lat)
+	s.LatencySumUs = d.LatSum
 	s.Events = c.e.takeEvents()
 	if c.e.h2 != nil {
 		s.Protocols = d.ProtocolMap()
@@ -185,15 +174,8 @@ func (c *collector) tick(now time.Time, final bool) {
 	s.P95SoFarMs = metrics.Percentile(c.soFar, 95)
 	c.sampleByName(&s, d, span)
 	s.WS = c.wsStats(&d.WS, span)
-	c.seconds++
-	c.cpuSum += ps.CPUPercent
-	c.cpuMax = math.Max(c.cpuMax, ps.CPUPercent)
-	if ps.RSSBytes > c.rssMax {
-		c.rssMax = ps.RSSBytes
-	}
-	if s.GeneratorBound {
-		c.boundSecs++
-	}
+	c.secs = append(c.secs, FinalSecond{SpanS: round(span, 6), CPUPercent: round(ps.CPUPercent, 3), RSSBytes: ps.RSSBytes,
+		Bound: s.GeneratorBound, Level: level})
 	if c.e.opts.OnSample != nil {
 		c.e.opts.OnSample(s)
 	}
@@ -202,81 +184,67 @@ func (c *collector) tick(now time.Time, final bool) {
 	}
 }
 
-// finish emits the last (partial) second and builds the summary from the cumulative counters.
+// finish emits the last (partial) second and builds the summary from the run's cumulative state
+// (final.go: the same code summarises the agents' states of a run over agents).
 func (c *collector) finish(end, sendEnd time.Time) *metrics.Summary {
 	c.tick(end, true)
+	f := c.final(end, sendEnd)
+	c.e.final = f
+	return summarize(c.e.p, c.e.thresholds, f)
+}
+
+// final returns the run's cumulative state from the latest cumulative reading.
+func (c *collector) final(end, sendEnd time.Time) *Final {
 	t := c.prev // the latest cumulative reading
-	dur := end.Sub(c.e.start).Seconds()
-	sendWindow := sendEnd.Sub(c.e.start).Seconds()
-	lat := metrics.HistFromCounts(t.Lat)
-	s := &metrics.Summary{
-		Requests:              t.Requests,
-		Successes:             t.Successes,
-		Errors:                t.Errors(),
-		Interrupted:           t.Interrupted,
-		DroppedIterations:     t.Dropped,
-		DurationS:             round(dur, 3),
-		Latency:               metrics.LatencyOf(lat, t.LatSum),
-		LatencySuccess:        metrics.LatencyOf(metrics.HistFromCounts(t.LatOK), t.LatOKSum),
-		ServiceTime:           metrics.LatencyOf(metrics.HistFromCounts(t.Svc), t.SvcSum),
-		ScheduleLag:           metrics.LatencyOf(metrics.HistFromCounts(t.Lag), t.LagSum),
-		Executor:              c.e.p.Load.Executor,
-		StatusCodes:           t.StatusMap(),
-		ErrorKinds:            t.KindMap(),
-		BytesIn:               t.BytesIn,
-		BodyBytesIn:           t.BodyBytesIn,
-		BytesOut:              t.BytesOut,
-		BodyBytesDecoded:      t.BodyBytesDecoded,
-		Seconds:               c.seconds,
-		GeneratorBoundSeconds: c.boundSecs,
-		Client:                metrics.ClientSummary{CPUPercentMax: round(c.cpuMax, 1), RSSBytesMax: c.rssMax},
-		Thresholds:            []metrics.ThresholdResult{},
-		ByName:                map[string]metrics.NameStats{},
+	e := c.e
+	f := &Final{
+		DurationS:        end.Sub(e.start).Seconds(),
+		SendWindowS:      sendEnd.Sub(e.start).Seconds(),
+		Requests:         t.Requests,
+		Successes:        t.Successes,
+		Interrupted:      t.Interrupted,
+		Dropped:          t.Dropped,
+		BytesIn:          t.BytesIn,
+		BodyBytesIn:      t.BodyBytesIn,
+		BytesOut:         t.BytesOut,
+		BodyBytesDecoded: t.BodyBytesDecoded,
+		H2:               t.H2,
+		StatusCodes:      t.StatusMap(),
+		ErrorKinds:       t.KindMap(),
+		Latency:          copyHist(t.Lat, t.LatSum),
+		LatencySuccess:   copyHist(t.LatOK, t.LatOKSum),
+		ServiceTime:      copyHist(t.Svc, t.SvcSum),
+		ScheduleLag:      copyHist(t.Lag, t.LagSum),
+		Checks:           make([]metrics.CheckResult, len(e.checks)),
+		Levels:           c.levels,
+		Seconds:          c.secs,
+		Aborted:          e.aborted,
+		Failures:         e.fails.groups(&c.fails.now),
+		Events:           e.runEvents(),
+		Monitors:         c.target.final(),
 	}
-	if c.e.h2 != nil {
-		s.Protocols = t.ProtocolMap()
+	if w := &t.WS; w.On {
+		f.WS = &FinalWS{Sessions: w.Sessions, Failed: w.Failed, Sent: w.Sent, Received: w.Received,
+			Connect: copyHist(w.Connect, w.ConnectSum), RoundTrip: copyHist(w.RTT, w.RTTSum)}
 	}
-	if dur > 0 {
-		s.RPS = round(float64(t.Requests)/dur, 1)
-	}
-	if sendWindow > 0 {
-		s.SendRate = round(float64(t.Requests+t.Interrupted)/sendWindow, 1)
-	}
-	if t.Requests > 0 {
-		s.ErrorRate = round(float64(s.Errors)/float64(t.Requests), 6)
-	}
-	if c.seconds > 0 {
-		s.Client.CPUPercentAvg = round(c.cpuSum/float64(c.seconds), 1)
-	}
-	c.summaryByName(s)
-	s.WS = c.wsStats(&t.WS, dur)
-	s.Hist = c.enc.Encode(t.Lat)
-	if c.levels != nil {
-		s.Sweep = c.sweepRows()
-		s.SweepLimitedBy = limitedBy(s.Sweep)
-	}
-	c.target.finish(s) // after the sweep rows: their server columns and note
-	s.Thresholds = c.evaluate(t, lat, dur)
-	s.Aborted = c.e.aborted
-	s.Failures = c.e.fails.groups(&c.fails.now)
-	s.Events = c.e.runEvents()
-	s.Checks = make([]metrics.CheckResult, len(c.e.checks))
-	for i, info := range c.e.checks {
+	c.finalNames(f)
+	for i, info := range e.checks {
 		r := metrics.CheckResult{Request: info.request, Check: info.desc}
-		for _, shard := range c.e.checkCounts {
+		for _, shard := range e.checkCounts {
 			r.Passes += int64(shard[i].pass.Load())
 			r.Fails += int64(shard[i].fail.Load())
 		}
-		s.Checks[i] = r
+		f.Checks[i] = r
 	}
-	return s
+	return f
 }
 
-// addToLevel adds one second to the sweep level that was running when the second began.
-func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts, h *hdr.Histogram, cpu float64, rss uint64, bound bool) {
+// addToLevel adds one second's latencies and counts to the sweep level that was running when the
+// second began, and returns the level's index.
+func (c *collector) addToLevel(began time.Time, d *metrics.Counts) int {
 	levels, step := c.sweep.steps()
 	if c.levels == nil {
-		c.levels = make([]levelAgg, len(levels))
+		c.levels = make([]FinalLevel, len(levels))
 	}
 	i := int(began.Sub(c.e.start) / step)
 	if i < 0 || i >= len(c.levels) {
@@ -284,63 +252,15 @@ func (c *collector) addToLevel(began time.Time, span float64, d *metrics.Counts,
 	}
 	c.target.addLevel(i, len(c.levels))
 	a := &c.levels[i]
-	if a.hist == nil {
-		a.hist = metrics.NewHist()
-	}
-	a.hist.Merge(h)
-	a.requests += d.Requests
-	a.errors += d.Errors()
-	a.span += span
-	a.cpuSum += cpu
-	a.n++
-	a.rssMax = max(a.rssMax, rss)
-	if bound {
-		a.bound++
-	}
+	a.Latency.add(Hist{Counts: d.Lat})
+	a.Requests += d.Requests
+	a.Errors += d.Errors()
+	return i
 }
 
 // kneeShare: the knee of a sweep is the lowest level that reaches this share of the sweep's best
 // throughput — more concurrency beyond it buys (almost) no throughput, only latency.
 const kneeShare = 0.95
-
-// sweepRows builds the capacity table and marks the knee: the lowest level within 5% of the best
-// throughput. No knee is marked when that is the last level (throughput still grew: the sweep did
-// not saturate the target or the generator).
-func (c *collector) sweepRows() []metrics.SweepRow {
-	rows := make([]metrics.SweepRow, 0, len(c.levels))
-	best := 0.0
-	levels, _ := c.sweep.steps()
-	for i, a := range c.levels {
-		r := metrics.SweepRow{VUs: levels[i], DurationS: round(a.span, 3), Requests: a.requests}
-		if a.hist != nil {
-			r.P50 = metrics.Percentile(a.hist, 50)
-			r.P90 = metrics.Percentile(a.hist, 90)
-			r.P99 = metrics.Percentile(a.hist, 99)
-		}
-		if a.span > 0 {
-			r.RPS = round(float64(a.requests)/a.span, 1)
-		}
-		if a.requests > 0 {
-			r.ErrorRate = round(float64(a.errors)/float64(a.requests), 6)
-		}
-		if a.n > 0 {
-			r.CPUPercent = round(a.cpuSum/float64(a.n), 1)
-		}
-		r.RSSBytes = a.rssMax
-		r.GeneratorBoundSeconds = a.bound
-		best = max(best, r.RPS)
-		rows = append(rows, r)
-	}
-	for i := range rows {
-		if best > 0 && rows[i].RPS >= kneeShare*best {
-			if i < len(rows)-1 {
-				rows[i].Knee = true
-			}
-			break
-		}
-	}
-	return rows
-}
 
 // limitedBy names what capped a sweep's throughput at its knee (or last level): the generator
 // when any of that level's seconds found it saturated, else the target. Without a knee and with

@@ -102,6 +102,7 @@ type Engine struct {
 	failed failure // a panic in one of the run's goroutines (panic.go)
 
 	fails *failTable // failure groups (failures.go)
+	final *Final     // the cumulative state at the end (final.go), set by the collector's finish
 
 	h2                     *h2Engine // http.version "2" or "h2c" (h2.go); nil for HTTP/1.1
 	noJar, jarPerIteration bool      // http.cookies "off", "iteration" (cookies.go)
@@ -232,17 +233,7 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 	for i := range e.checkCounts {
 		e.checkCounts[i] = make([]checkCount, len(e.checks))
 	}
-	for i, t := range p.Thresholds {
-		tr := thresholdRule{rule: c.Thresholds[i], label: t.Label(), name: -1, abort: t.AbortOnFail}
-		if t.Request != "" && e.names != nil {
-			for j, n := range e.names.Names {
-				if n == t.Request {
-					tr.name = j
-				}
-			}
-		}
-		e.thresholds = append(e.thresholds, tr)
-	}
+	e.thresholds = thresholdRules(c, names)
 	e.exec = builders[p.Load.Executor](e) // Compile accepted only registered executors
 	return e, nil
 }
@@ -421,9 +412,8 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 		return nil, e.failed.error()
 	}
 	runtime.ReadMemStats(&ms)
-	if sum.Requests > 0 {
-		sum.Client.HeapAllocsPerRequest = round(float64(ms.Mallocs-mallocs)/float64(sum.Requests), 4)
-	}
+	e.final.Mallocs = ms.Mallocs - mallocs
+	sum.Client.HeapAllocsPerRequest = heapAllocsPerRequest(e.final.Mallocs, sum.Requests)
 	return sum, e.failed.error()
 }
 

@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
 // PanicError is a panic inside a run — in a VU, an executor, the collector or the wakeup
@@ -78,5 +80,26 @@ func SetPanicHookForTest(f func(point string, id int)) (restore func()) {
 func testPoint(point string, id int) {
 	if h := panicHook.Load(); h != nil {
 		(*h)(point, id)
+	}
+}
+
+// outcomeHook is set only by tests (SetOutcomeHookForTest): it sees every outcome the VUs record,
+// so that a test knows a run's raw latencies exactly (cluster's exact-merge test). Per request it
+// costs one atomic load.
+var outcomeHook atomic.Pointer[func(metrics.Outcome)]
+
+// SetOutcomeHookForTest installs a function called with every request's outcome as a VU records
+// it (from the VUs' goroutines, concurrently: it must be safe for that) and returns the function
+// that removes it. For tests only.
+func SetOutcomeHookForTest(f func(metrics.Outcome)) (restore func()) {
+	outcomeHook.Store(&f)
+	return func() { outcomeHook.Store(nil) }
+}
+
+// recordOutcome records o in the VU's shard (and shows it to the test hook, if any).
+func (v *vu) recordOutcome(o metrics.Outcome) {
+	v.shard.Record(o)
+	if h := outcomeHook.Load(); h != nil {
+		(*h)(o)
 	}
 }

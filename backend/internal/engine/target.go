@@ -11,22 +11,17 @@ import (
 // targetSide is the collector's view of the run's monitors (package monitor): it attaches each
 // second's values to the sample and gathers the sweep levels' server columns.
 type targetSide struct {
-	set    *monitor.Set // nil without monitors
-	server string       // the monitor whose CPU and memory are the sweep's server columns; "" none
-	node   bool         // server is a node monitor (host CPU of all cores) rather than a process one
-	levels []serverAgg  // per sweep level
-	now    serverSecond // this second's server figures (set by attach)
+	set    *monitor.Set  // nil without monitors
+	server string        // the monitor whose CPU and memory are the sweep's server columns; "" none
+	node   bool          // server is a node monitor (host CPU of all cores) rather than a process one
+	levels []ServerLevel // per sweep level
+	now    serverSecond  // this second's server figures (set by attach)
 }
 
 type serverSecond struct {
 	cpu, mem       float64
 	cores          float64 // cores the CPU % is of: a node's core count; 1 for a process monitor
 	hasCPU, hasMem bool
-}
-
-type serverAgg struct {
-	cpu, mem, cores float64
-	nCPU, nMem      int
 }
 
 // startTarget starts the plan's monitors with the run, through the engine's target policy.
@@ -71,52 +66,63 @@ func (t *targetSide) attach(s *metrics.Sample, now time.Time) {
 // addLevel adds this second's server figures to sweep level i of n.
 func (t *targetSide) addLevel(i, n int) {
 	if t.levels == nil {
-		t.levels = make([]serverAgg, n)
+		t.levels = make([]ServerLevel, n)
 	}
 	a := &t.levels[i]
 	if t.now.hasCPU {
-		a.cpu += t.now.cpu
-		a.cores += max(t.now.cores, 1)
-		a.nCPU++
+		a.CPU += t.now.cpu
+		a.Cores += max(t.now.cores, 1)
+		a.NCPU++
 	}
 	if t.now.hasMem {
-		a.mem += t.now.mem
-		a.nMem++
+		a.Mem += t.now.mem
+		a.NMem++
 	}
 }
 
-// finish stops the monitors and fills the summary's target fields and the sweep's server columns.
-func (t *targetSide) finish(s *metrics.Summary) {
+// final stops the monitors and returns what they saw (nil without monitors).
+func (t *targetSide) final() *FinalMonitors {
+	if t.set == nil {
+		return nil
+	}
+	t.set.Stop()
+	m := &FinalMonitors{Server: t.server != "", ServerLevels: t.levels}
+	m.Series, m.Target, m.Errors = t.set.Summary()
+	return m
+}
+
+// applyMonitors fills the summary's target fields and the sweep's client and server columns
+// (m: nil without monitors).
+func applyMonitors(s *metrics.Summary, m *FinalMonitors) {
 	for i := range s.Sweep {
 		if r := &s.Sweep[i]; r.RPS > 0 {
 			r.ClientCPUUsPerRequest = round(r.CPUPercent*1e4/r.RPS, 1) // CPUPercent is of one core
 		}
 	}
-	if t.set == nil {
+	if m == nil {
 		return
 	}
-	t.set.Stop()
-	s.TargetSeries, s.Target, s.MonitorErrors = t.set.Summary()
+	s.TargetSeries, s.Target, s.MonitorErrors = m.Series, m.Target, m.Errors
 	for i := range s.Sweep {
-		if i >= len(t.levels) {
+		if i >= len(m.ServerLevels) {
 			break
 		}
-		r, a := &s.Sweep[i], t.levels[i]
-		if a.nCPU > 0 {
-			cpu := round(a.cpu/float64(a.nCPU), 1)
+		r, a := &s.Sweep[i], m.ServerLevels[i]
+		if a.NCPU > 0 {
+			cpu := round(a.CPU/float64(a.NCPU), 1)
 			r.ServerCPUPercent = &cpu
 			if r.RPS > 0 {
 				// CPU% of `cores` cores → core-seconds per second = cpu/100 × cores; per request in µs.
-				us := round(a.cpu/float64(a.nCPU)*(a.cores/float64(a.nCPU))*1e4/r.RPS, 1)
+				us := round(a.CPU/float64(a.NCPU)*(a.Cores/float64(a.NCPU))*1e4/r.RPS, 1)
 				r.ServerCPUUsPerRequest = &us
 			}
 		}
-		if a.nMem > 0 {
-			mem := round(a.mem/float64(a.nMem), 0)
+		if a.NMem > 0 {
+			mem := round(a.Mem/float64(a.NMem), 0)
 			r.ServerMemoryBytes = &mem
 		}
 	}
-	if len(s.Sweep) > 0 && t.server != "" {
+	if len(s.Sweep) > 0 && m.Server {
 		s.SweepLimitedBy = limitedByMeasured(s.Sweep)
 	}
 }

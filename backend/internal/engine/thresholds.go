@@ -67,12 +67,37 @@ func (c *collector) source(rule thresholdRule, t *metrics.Counts, lat *hdr.Histo
 	return thresholdSource{lat: lat, latSum: t.LatSum, requests: t.Requests, errors: t.Errors(), durationS: durationS}
 }
 
-// evaluate judges every threshold on cumulative counts.
-func (c *collector) evaluate(t *metrics.Counts, lat *hdr.Histogram, durationS float64) []metrics.ThresholdResult {
-	out := make([]metrics.ThresholdResult, 0, len(c.e.thresholds))
-	for _, th := range c.e.thresholds {
+// thresholdRules are c's thresholds, a rule on a request name bound to its index in names (the
+// engine's name order; -1, the whole run, for a plan with one name).
+func thresholdRules(c *plan.Compiled, names []string) []thresholdRule {
+	var out []thresholdRule
+	for i, t := range c.Plan.Thresholds {
+		tr := thresholdRule{rule: c.Thresholds[i], label: t.Label(), name: -1, abort: t.AbortOnFail}
+		if t.Request != "" && len(names) > 1 {
+			for j, n := range names {
+				if n == t.Request {
+					tr.name = j
+				}
+			}
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+// evaluate judges every threshold on a run's cumulative state f (lat: f.Latency's histogram).
+func evaluate(rules []thresholdRule, f *Final, lat *hdr.Histogram) []metrics.ThresholdResult {
+	out := make([]metrics.ThresholdResult, 0, len(rules))
+	for _, th := range rules {
 		r := metrics.ThresholdResult{Expr: th.label}
-		if v, ok := c.source(th, t, lat, durationS).value(th.rule); ok {
+		src := thresholdSource{lat: lat, latSum: f.Latency.SumUs, requests: f.Requests,
+			errors: f.Requests - f.Successes, durationS: f.DurationS}
+		if th.name >= 0 && th.name < len(f.Names) {
+			n := f.Names[th.name]
+			src = thresholdSource{lat: n.Latency.hist(), requests: n.Successes + n.Errors, errors: n.Errors,
+				durationS: src.durationS}
+		}
+		if v, ok := src.value(th.rule); ok {
 			r.Value, r.OK = &v, th.rule.Pass(v)
 		}
 		out = append(out, r)

@@ -435,7 +435,7 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 			}
 		}
 	}
-	v.shard.Record(o)
+	v.recordOutcome(o)
 	if v.viaH2 && o.Status > 0 {
 		v.shard.H2Response()
 	}

@@ -246,7 +246,7 @@ func (v *vu) doWS(r *vuReq, due, sent time.Duration) {
 	if status > 0 {
 		o.LatencyUs, o.ServiceUs = (hsDone - due).Microseconds(), (hsDone - sent).Microseconds()
 	}
-	v.shard.Record(o)
+	v.recordOutcome(o)
 	if r.name != nil {
 		r.name.Record(o)
 	}

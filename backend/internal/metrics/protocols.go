@@ -17,15 +17,29 @@ func (c *Counts) ProtocolMap() map[string]int64 {
 	for _, n := range c.Status {
 		responses += n
 	}
+	return ProtocolsOf(responses, c.H2)
+}
+
+// ProtocolsOf splits responses into the h2 ones and the rest, HTTP/1.1 (ProtocolMap's rule):
+// nil without a response, a protocol without a response left out.
+func ProtocolsOf(responses, h2 int64) map[string]int64 {
 	if responses == 0 {
 		return nil
 	}
 	m := make(map[string]int64, 2)
-	if n := responses - c.H2; n > 0 {
+	if n := responses - h2; n > 0 {
 		m[ProtoHTTP11] = n
 	}
-	if c.H2 > 0 {
-		m[ProtoH2] = c.H2
+	if h2 > 0 {
+		m[ProtoH2] = h2
 	}
 	return m
+}
+
+// AddCounts adds the counts of src into dst by key (status codes, error kinds, protocols of
+// several generators).
+func AddCounts(dst, src map[string]int64) {
+	for k, v := range src {
+		dst[k] += v
+	}
 }

@@ -424,67 +424,100 @@ var maxRawHist = 40 + 9*CountsLen
 // at most 2⁶². Unlike DecodeHist (for what Volley itself stored) it never sizes anything from the
 // input. Errors say what is wrong.
 func DecodeHistCounts(s string) ([]int64, error) {
+	counts := make([]int64, CountsLen)
+	var d HistDecoder
+	if _, err := d.AddTo(counts, s); err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
+// HistDecoder decodes encoded histograms (EncodeHist's format) with DecodeHistCounts's limits,
+// adding their counts into an array it is given and reusing its buffers: merging many
+// generators' histograms (cluster.Merger) allocates no histogram per part. Not safe for
+// concurrent use.
+type HistDecoder struct {
+	zin bytes.Reader
+	zr  io.ReadCloser
+	buf bytes.Buffer
+	b64 []byte
+}
+
+// AddTo adds the counts of the histogram encoded in s to dst (len CountsLen) and returns how many
+// values it holds; "" adds nothing. On an error (DecodeHistCounts's) dst may hold part of them.
+func (d *HistDecoder) AddTo(dst []int64, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
 	if len(s) > MaxEncodedHist {
-		return nil, fmt.Errorf("histogram of %d characters, at most %d", len(s), MaxEncodedHist)
+		return 0, fmt.Errorf("histogram of %d characters, at most %d", len(s), MaxEncodedHist)
 	}
-	raw, err := base64.StdEncoding.DecodeString(s)
+	if n := base64.StdEncoding.DecodedLen(len(s)); cap(d.b64) < n {
+		d.b64 = make([]byte, n)
+	}
+	n, err := base64.StdEncoding.Decode(d.b64[:cap(d.b64)], []byte(s))
 	if err != nil {
-		return nil, fmt.Errorf("histogram is not base64: %w", err)
+		return 0, fmt.Errorf("histogram is not base64: %w", err)
 	}
+	raw := d.b64[:n]
 	if len(raw) < 8 || binary.BigEndian.Uint32(raw) != v2CompressedEncodingCookie {
-		return nil, errors.New("not a compressed HdrHistogram V2 histogram")
+		return 0, errors.New("not a compressed HdrHistogram V2 histogram")
 	}
 	if n := binary.BigEndian.Uint32(raw[4:]); uint64(n) != uint64(len(raw)-8) {
-		return nil, fmt.Errorf("histogram announces %d compressed bytes, has %d", n, len(raw)-8)
+		return 0, fmt.Errorf("histogram announces %d compressed bytes, has %d", n, len(raw)-8)
 	}
-	zr, err := zlib.NewReader(bytes.NewReader(raw[8:]))
+	d.zin.Reset(raw[8:])
+	if d.zr == nil {
+		d.zr, err = zlib.NewReader(&d.zin)
+	} else {
+		err = d.zr.(zlib.Resetter).Reset(&d.zin, nil)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("histogram: %w", err)
+		return 0, fmt.Errorf("histogram: %w", err)
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(zr, int64(maxRawHist)+1)); err != nil {
-		return nil, fmt.Errorf("histogram: %w", err)
+	d.buf.Reset()
+	if _, err := d.buf.ReadFrom(io.LimitReader(d.zr, int64(maxRawHist)+1)); err != nil {
+		return 0, fmt.Errorf("histogram: %w", err)
 	}
-	p := buf.Bytes()
+	p := d.buf.Bytes()
 	switch {
 	case len(p) > maxRawHist:
-		return nil, fmt.Errorf("histogram decompresses to more than %d bytes", maxRawHist)
+		return 0, fmt.Errorf("histogram decompresses to more than %d bytes", maxRawHist)
 	case len(p) < 40 || binary.BigEndian.Uint32(p) != v2EncodingCookie:
-		return nil, errors.New("histogram payload has no V2 header")
+		return 0, errors.New("histogram payload has no V2 header")
 	case uint64(binary.BigEndian.Uint32(p[4:])) != uint64(len(p)-40):
-		return nil, errors.New("histogram payload length does not match")
+		return 0, errors.New("histogram payload length does not match")
 	case binary.BigEndian.Uint32(p[8:]) != 0, binary.BigEndian.Uint32(p[12:]) != SigFigs,
 		binary.BigEndian.Uint64(p[16:]) != LowestUs, binary.BigEndian.Uint64(p[24:]) != HighestUs,
 		math.Float64frombits(binary.BigEndian.Uint64(p[32:])) != 1:
-		return nil, errors.New("histogram geometry is not Volley's (1 µs – 1 h, 3 significant digits)")
+		return 0, errors.New("histogram geometry is not Volley's (1 µs – 1 h, 3 significant digits)")
 	}
-	counts := make([]int64, CountsLen)
 	var total int64
 	i := 0
 	for pos := 40; pos < len(p); {
 		v, n := zigZag(p[pos:])
 		if n == 0 {
-			return nil, errors.New("histogram counts are truncated")
+			return total, errors.New("histogram counts are truncated")
 		}
 		pos += n
 		if v < 0 { // a run of -v zero slots
 			if v < -int64(CountsLen-i) {
-				return nil, errors.New("histogram has more slots than Volley's geometry")
+				return total, errors.New("histogram has more slots than Volley's geometry")
 			}
 			i += int(-v)
 			continue
 		}
-		if i >= CountsLen {
-			return nil, errors.New("histogram has more slots than Volley's geometry")
+		if i >= CountsLen || i >= len(dst) {
+			return total, errors.New("histogram has more slots than Volley's geometry")
 		}
 		if v > 1<<62-total {
-			return nil, errors.New("histogram holds more than 2^62 values")
+			return total, errors.New("histogram holds more than 2^62 values")
 		}
-		counts[i] = v
+		dst[i] += v
 		total += v
 		i++
 	}
-	return counts, nil
+	return total, nil
 }
 
 // zigZag reads one ZigZag LEB128-64b9B varint (putZigZag's format): its value and length, or

@@ -71,6 +71,14 @@ type Sample struct {
 	MissingAgents []string `json:"missing_agents,omitempty"`
 	// Agents is each agent's own generator figures in this second (runs over agents only).
 	Agents map[string]ClientSample `json:"agents,omitempty"`
+	// LatencySumUs is the exact sum (µs) of this second's latencies (Latency.Mean's numerator),
+	// for exact merges; not in the JSON.
+	LatencySumUs uint64 `json:"-"`
+	// NameHists is each request name's latency histogram of this second (Hist's format), for the
+	// exact merge of the names' percentiles so far (cluster.Merger); set only by an engine that
+	// runs a segment of a plan with several request names, for the names whose histogram changed.
+	// Not in the JSON.
+	NameHists map[string]string `json:"-"`
 }
 
 // ClientSummary is the load generator's own cost over a run.
