@@ -107,7 +107,7 @@ describe('compare helpers', () => {
 
   it('says why a server value has no verdict: only for "none" with a reason code; an unknown code keeps the server text', () => {
     const v = { run_id: 2, value: null, verdict: 'none', reason_code: 'monitor_gaps', gaps: 9, reason: 'monitor gaps: 9 of the 28 usable seconds' };
-    expect(noDataText(v)).toBe('not comparable: the server monitor missed 9 s (too many gaps)');
+    expect(noDataText(v)).toBe('not comparable: the server monitor missed too many seconds of this run or the baseline');
     expect(noDataText({ ...v, reason_code: 'no_monitor' })).toBe('not comparable: this run or the baseline had no server monitor');
     expect(noDataText({ ...v, reason_code: 'later_code' })).toBe(v.reason);
     expect(noDataText({ ...v, reason_code: undefined })).toBe('');
@@ -115,7 +115,7 @@ describe('compare helpers', () => {
     expect(fmtMetricValue('µs/request', 236.43)).toBe('236 µs/req');
     setLocale('zh-CN');
     try {
-      expect(noDataText(v)).toBe('无法比较：服务器监控缺失 9 秒（缺口过多）');
+      expect(noDataText(v)).toBe('无法比较：本次运行或基线中服务器监控缺失的秒数过多');
       expect(fmtMetricValue('µs/request', 236.43)).toBe('236 µs/请求');
     } finally {
       setLocale('en');

@@ -186,7 +186,7 @@ export function decideText(v: CompareValue): string {
 /** noDataText says why a server row's value has no verdict (its monitor data is missing), in the UI language; '' otherwise. */
 export function noDataText(v: CompareValue): string {
   if (v.verdict !== 'none' || !v.reason_code) return '';
-  return tx(`compare.reason.${v.reason_code}`, v.reason ?? '', { n: fmtInt(v.gaps ?? 0) });
+  return tx(`compare.reason.${v.reason_code}`, v.reason ?? '');
 }
 
 /** cellTooltip explains a cell's verdict: the effect and its interval, the test, seconds used, the threshold, the server's reason. */

@@ -103,6 +103,13 @@ describe('ComparePage', () => {
     expect(mem.querySelector('[data-testid=gaps]')!.textContent).toBe('2 s without a monitor value left out');
     expect(mem.getAttribute('title')).toContain('seconds without a monitor value, left out: 2');
 
+    // the baseline's own gap seconds are shown on its cell
+    expect(cell('server_memory_bytes', 1).querySelector('[data-testid=gaps]')).toBeNull();
+    stub({ ...res, metrics: [...res.metrics, ...serverRows.map((m) => ({ ...m, values: m.values.map((v) => (v.run_id === 1 ? { ...v, gaps: 3 } : v)) }))] });
+    const again = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+    await waitFor(() => expect(again.container.querySelector('[data-metric=server_memory_bytes] [data-run-id="1"] [data-testid=gaps]')).not.toBeNull());
+    expect(again.container.querySelector('[data-metric=server_memory_bytes] [data-run-id="1"] [data-testid=gaps]')!.textContent).toBe('3 s without a monitor value left out');
+
     // the headline counts the server verdicts like the others
     expect(container.querySelector('[data-testid=compare-counts]')!.textContent).toContain('regression');
   });

@@ -716,7 +716,7 @@ export const en = {
   'compare.metric.server_memory_bytes': 'server memory',
   'compare.metric.server_cpu_us_per_request': 'server CPU per request',
   'compare.reason.no_monitor': 'not comparable: this run or the baseline had no server monitor',
-  'compare.reason.monitor_gaps': 'not comparable: the server monitor missed {n} s (too many gaps)',
+  'compare.reason.monitor_gaps': 'not comparable: the server monitor missed too many seconds of this run or the baseline',
   'compare.gaps': '{n} s without a monitor value left out',
   'compare.tip.gaps': 'seconds without a monitor value, left out: {n}',
   'compare.test.bootstrap': 'two-stage bootstrap (blocks of seconds, then single requests)',

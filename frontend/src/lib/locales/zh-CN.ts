@@ -705,7 +705,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'compare.metric.server_memory_bytes': '服务器内存',
   'compare.metric.server_cpu_us_per_request': '服务器每请求 CPU',
   'compare.reason.no_monitor': '无法比较：本次运行或基线没有服务器监控',
-  'compare.reason.monitor_gaps': '无法比较：服务器监控缺失 {n} 秒（缺口过多）',
+  'compare.reason.monitor_gaps': '无法比较：本次运行或基线中服务器监控缺失的秒数过多',
   'compare.gaps': '已排除 {n} 秒无监控数据',
   'compare.tip.gaps': '无监控数据而被排除的秒数：{n}',
   'compare.test.bootstrap': '两阶段自助法（先按秒块重采样，再按单个请求重采样）',
