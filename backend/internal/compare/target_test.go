@@ -353,4 +353,20 @@ func TestServerRowsFromSummary(t *testing.T) {
 	if metricRow(res, "server_memory_bytes") != nil {
 		t.Errorf("a memory row without a memory series")
 	}
+	// per request: 42 % of the node's one core (one per-core series) at 10 req/s = 42 000 µs;
+	// summary-only runs have no per-second data: inconclusive, never no_change
+	us := metricRow(res, "server_cpu_us_per_request")
+	if us == nil || us.Values[0].Value == nil || *us.Values[0].Value != 42*1e4/10 {
+		t.Fatalf("server µs/request from summaries: %+v", us)
+	}
+	if v := us.Values[1]; v.Verdict != NotJudged || v.ReasonCode != "no_monitor" {
+		t.Errorf("a summary without a monitor: %s", fmtValue(v))
+	}
+	res, err = Compare([]*Run{FromSummary(1, "a", sum), FromSummary(2, "b", sum)}, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := metricRow(res, "server_cpu_us_per_request").Values[1]; v.Verdict != Inconclusive || v.DecideCode != "per_second_data" {
+		t.Errorf("two summaries: %s, want inconclusive (per-second data)", fmtValue(v))
+	}
 }
