@@ -70,20 +70,40 @@ func TestBrowserTargetPanelLiveAndInCompare(t *testing.T) {
 		t.Errorf("%s monitor errors after the run, want 1", got)
 	}
 
-	// Compare: a second run; the server's CPU and memory rows, shown without a verdict.
+	// Compare: a second run; the server's CPU % row shown without a verdict, its CPU per request
+	// and memory with a verdict badge like the other rows — or, when the monitor missed too many of
+	// these short runs' seconds, "none" with the reason, never a bare "no change".
 	second := start()
 	waitRunEnded(t, srv.base, second, 30*time.Second)
 	goToHash(t, ctx, fmt.Sprintf("#/compare?ids=%d,%d&baseline=%d", first, second, first))
 	row := `[data-testid="compare-row"][data-metric="server_cpu_percent"]`
 	waitJS(t, ctx, "the server CPU row", exists(row), 20*time.Second)
-	for _, metric := range []string{"server_cpu_percent", "server_memory_bytes"} {
-		sel := fmt.Sprintf(`[data-testid="compare-row"][data-metric=%q]`, metric)
-		if got := evalString(t, ctx, fmt.Sprintf(`document.querySelector(%q)?.querySelector('[data-testid="follows-load"]') ? 'no verdict' : 'verdict'`, sel)); got != "no verdict" {
-			t.Errorf("%s: %s, want the follows-load note", metric, got)
+	for _, c := range []struct {
+		metric  string
+		follows bool
+	}{{"server_cpu_percent", true}, {"server_cpu_us_per_request", false}, {"server_memory_bytes", false}} {
+		sel := fmt.Sprintf(`[data-testid="compare-row"][data-metric=%q]`, c.metric)
+		want := map[bool]string{true: "no verdict", false: "verdict"}[c.follows]
+		if got := evalString(t, ctx, fmt.Sprintf(`document.querySelector(%q)?.querySelector('[data-testid="follows-load"]') ? 'no verdict' : 'verdict'`, sel)); got != want {
+			t.Errorf("%s: %s, want %s", c.metric, got, want)
 		}
 		if got := evalString(t, ctx, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ''`, sel)); !strings.Contains(got, "server") {
-			t.Errorf("%s row: %q", metric, got)
+			t.Errorf("%s row: %q", c.metric, got)
 		}
+		if c.follows {
+			continue
+		}
+		// the second run's cell: a verdict badge; "none" only with the reason shown
+		cell := evalString(t, ctx, fmt.Sprintf(`(() => { const c = document.querySelector(%q)?.querySelector('[data-run-id="%d"]');
+			if (!c) return 'no cell';
+			const v = c.dataset.verdict;
+			if (!c.querySelector('.verdict.v-' + v)) return 'no badge for ' + v;
+			if (v === 'none' && !c.querySelector('[data-testid="no-data"]')) return 'none without a reason';
+			return 'ok ' + v; })()`, sel, second))
+		if !strings.HasPrefix(cell, "ok ") {
+			t.Errorf("%s, run %d: %s", c.metric, second, cell)
+		}
+		t.Logf("%s: %s", c.metric, cell)
 	}
 	screenshot(t, ctx, "target-compare")
 }

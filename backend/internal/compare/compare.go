@@ -47,6 +47,18 @@ const (
 	// DefaultErrorThreshold is the practical threshold of the error rate, absolute (0.1
 	// percentage point), because a baseline error rate is often 0.
 	DefaultErrorThreshold = 0.001
+	// DefaultServerCPUThreshold is the practical threshold of the server's CPU per request (10 %):
+	// wider than TPS's because the server's CPU includes work that is not per request (timers,
+	// GC, logging; on a node the host's other processes), whose share per request moves with the
+	// rate (docs/compare.md).
+	DefaultServerCPUThreshold = 0.10
+	// DefaultServerMemoryThreshold is the practical threshold of the server's memory (10 %): also
+	// its noise allowance, since a server's RSS is nearly flat within a run but settles at another
+	// level from run to run (allocator, GC heap sizing, caches), which its seconds cannot show.
+	DefaultServerMemoryThreshold = 0.10
+	// DefaultMaxGapShare is the largest share of a run's usable seconds the server monitor may
+	// miss (gaps: no value) for its rows to be judged (10 %).
+	DefaultMaxGapShare = 0.10
 	// MaxUnits bounds the bootstrap's resampling units (longer runs are resampled in blocks).
 	MaxUnits = 600
 	// DurationTolerance is the relative duration (or concurrency) difference above which runs
@@ -66,6 +78,16 @@ type Options struct {
 	// ErrorThreshold is the practical threshold of the error rate, absolute (0.001 = 0.1
 	// percentage point). Values outside (0, 1] take DefaultErrorThreshold.
 	ErrorThreshold float64
+	// ServerCPUThreshold is the practical threshold of the server's CPU per request, a fraction
+	// of the baseline. Values outside (0, 1] take DefaultServerCPUThreshold.
+	ServerCPUThreshold float64
+	// ServerMemoryThreshold is the practical threshold of the server's memory, a fraction of the
+	// baseline. Values outside (0, 1] take DefaultServerMemoryThreshold.
+	ServerMemoryThreshold float64
+	// MaxGapShare is the largest share of usable seconds without a server monitor value for
+	// which the server's rows are still judged (the gap seconds left out); above it they are not
+	// comparable. Values outside (0, 1] take DefaultMaxGapShare.
+	MaxGapShare float64
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +109,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ErrorThreshold <= 0 || o.ErrorThreshold > 1 {
 		o.ErrorThreshold = DefaultErrorThreshold
+	}
+	if o.ServerCPUThreshold <= 0 || o.ServerCPUThreshold > 1 {
+		o.ServerCPUThreshold = DefaultServerCPUThreshold
+	}
+	if o.ServerMemoryThreshold <= 0 || o.ServerMemoryThreshold > 1 {
+		o.ServerMemoryThreshold = DefaultServerMemoryThreshold
+	}
+	if o.MaxGapShare <= 0 || o.MaxGapShare > 1 {
+		o.MaxGapShare = DefaultMaxGapShare
 	}
 	return o
 }
@@ -142,8 +173,8 @@ type second struct {
 	requests, errors   int64
 	hist               chist
 	// the server's CPU and memory (target.go); ok false: no value this second
-	srvCPU, srvMem     float64
-	srvCPUOK, srvMemOK bool
+	srvCPU, srvCores, srvMem float64
+	srvCPUOK, srvMemOK       bool
 }
 
 // NewRun starts a run with no seconds (a summary-only run unless seconds are added).
@@ -283,6 +314,13 @@ type Value struct {
 	DecideHint    string      `json:"decide_hint,omitempty"`
 	DecideCode    string      `json:"decide_code,omitempty"`
 	DecideSeconds int         `json:"decide_seconds,omitempty"`
+	// ReasonCode names, for translation, why a server row's value has no verdict: "no_monitor"
+	// (this run or the baseline had no server monitor) or "monitor_gaps" (more of its usable
+	// seconds than Options.MaxGapShare had no monitor value).
+	ReasonCode string `json:"reason_code,omitempty"`
+	// Gaps counts the run's usable seconds without a value from the server monitor (server rows
+	// only): left out of the figure and the test.
+	Gaps int `json:"gaps,omitempty"`
 }
 
 // Warning says why runs may not be comparable. Load is true when the runs did not apply the
@@ -319,6 +357,13 @@ type metricDef struct {
 	summary func(*metrics.Summary) float64
 	// optional: the row is left out when no run has a figure (the server's, target.go)
 	optional bool
+	// the server's rows (target.go): gap marks a usable second without the monitor's value
+	// (nil: not a server row); obs, when set, gives the per-second observations of the test
+	// (else value of each second); thr the practical threshold (else Threshold or
+	// ErrorThreshold by relative)
+	gap func(second) bool
+	obs func(ss []second) []float64
+	thr func(Options) float64
 }
 
 // bootPs are the percentiles the bootstrap computes per resample (ascending; 100 is the max).
@@ -467,6 +512,7 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 					v.DeltaPct = ptr((val - bv) / math.Abs(bv) * 100)
 				}
 			}
+			v.Gaps = d.gaps(p)
 			if i == baseline {
 				v.Verdict = Baseline
 				v.N = d.n(p)
@@ -488,6 +534,9 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 func ptr[T any](v T) *T { return &v }
 
 func (d metricDef) threshold(opt Options) float64 {
+	if d.thr != nil {
+		return d.thr(opt)
+	}
 	if d.relative {
 		return opt.Threshold
 	}
@@ -551,6 +600,9 @@ func (d metricDef) n(p *prepared) int {
 // observations are the metric's per-second values of a run's usable seconds (those with an
 // observation), in time order.
 func (d metricDef) observations(p *prepared) []float64 {
+	if d.obs != nil {
+		return d.obs(p.r.usable)
+	}
 	out := make([]float64, 0, len(p.r.usable))
 	for _, s := range p.r.usable {
 		if d.has == nil || d.has(s) {
@@ -601,6 +653,9 @@ func (d metricDef) judge(v *Value, p, base *prepared, opt Options) {
 	}
 	if d.notJudged != "" {
 		v.Verdict, v.Reason = NotJudged, d.notJudged
+		return
+	}
+	if d.gap != nil && d.serverNotComparable(v, p, base, opt) {
 		return
 	}
 	inconclusive := func(reason string, h hint) {

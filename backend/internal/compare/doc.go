@@ -1,7 +1,8 @@
 // Package compare decides whether one load-test run differs from another: given 2–5 runs (their
 // summaries, per-second samples and per-second latency histograms) and a baseline, it builds a
-// delta table for throughput (TPS), latency percentiles (p50, p90, p95, p99, max), error rate and
-// the load generator's CPU and RSS, with per metric and run an effect, its confidence interval
+// delta table for throughput (TPS), latency percentiles (p50, p90, p95, p99, max), error rate,
+// the load generator's CPU and RSS and, with a server monitor, the target's CPU, CPU per request
+// and memory (target.go), with per metric and run an effect, its confidence interval
 // and a verdict: regression, improvement, no_change or inconclusive (none for metrics that
 // follow the load). It also warns when the runs did not apply the same load.
 //

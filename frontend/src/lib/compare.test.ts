@@ -10,6 +10,7 @@ import {
   fmtMetricValue,
   fmtThreshold,
   isLoadWarning,
+  noDataText,
   PICKS,
   parseCompareQuery,
   verdictCounts,
@@ -99,6 +100,23 @@ describe('compare helpers', () => {
     setLocale('zh-CN');
     try {
       expect(decideText(inc)).toBe('如需结论：两次运行都至少运行 45 秒');
+    } finally {
+      setLocale('en');
+    }
+  });
+
+  it('says why a server value has no verdict: only for "none" with a reason code; an unknown code keeps the server text', () => {
+    const v = { run_id: 2, value: null, verdict: 'none', reason_code: 'monitor_gaps', gaps: 9, reason: 'monitor gaps: 9 of the 28 usable seconds' };
+    expect(noDataText(v)).toBe('not comparable: the server monitor missed too many seconds of this run or the baseline');
+    expect(noDataText({ ...v, reason_code: 'no_monitor' })).toBe('not comparable: this run or the baseline had no server monitor');
+    expect(noDataText({ ...v, reason_code: 'later_code' })).toBe(v.reason);
+    expect(noDataText({ ...v, reason_code: undefined })).toBe('');
+    expect(noDataText({ ...v, verdict: 'inconclusive' })).toBe('');
+    expect(fmtMetricValue('µs/request', 236.43)).toBe('236 µs/req');
+    setLocale('zh-CN');
+    try {
+      expect(noDataText(v)).toBe('无法比较：本次运行或基线中服务器监控缺失的秒数过多');
+      expect(fmtMetricValue('µs/request', 236.43)).toBe('236 µs/请求');
     } finally {
       setLocale('en');
     }

@@ -120,6 +120,8 @@ export function fmtMetricValue(unit: string, v: number | null | undefined): stri
       return fmtCores(v);
     case 'percent': // the server's CPU (a node's is of all its cores)
       return t('unit.pct', { n: fmtNum(v) });
+    case 'µs/request': // the server's CPU per request
+      return t('unit.usPerReq', { n: fmtNum(v) });
     default:
       return `${fmtNum(v)} ${unit}`.trim();
   }
@@ -181,6 +183,12 @@ export function decideText(v: CompareValue): string {
   return v.decide_hint ?? '';
 }
 
+/** noDataText says why a server row's value has no verdict (its monitor data is missing), in the UI language; '' otherwise. */
+export function noDataText(v: CompareValue): string {
+  if (v.verdict !== 'none' || !v.reason_code) return '';
+  return tx(`compare.reason.${v.reason_code}`, v.reason ?? '');
+}
+
 /** cellTooltip explains a cell's verdict: the effect and its interval, the test, seconds used, the threshold, the server's reason. */
 export function cellTooltip(m: CompareMetric, v: CompareValue, confidence = 0.95): string {
   const lines: string[] = [verdictLabel(v.verdict)];
@@ -192,11 +200,14 @@ export function cellTooltip(m: CompareMetric, v: CompareValue, confidence = 0.95
   if (v.p_value !== undefined && v.p_value !== null) lines.push(t('compare.tip.p', { p: fmtP(v.p_value) }));
   if (v.ci) lines.push(t('compare.tip.ci', { level: fmtNum(confidence * 100), lo: fmtMetricDelta(m.unit, v.ci[0]), hi: fmtMetricDelta(m.unit, v.ci[1]) }));
   if (v.n !== undefined && v.verdict !== 'baseline') lines.push(t('compare.tip.n', { n: fmtInt(v.n) }));
+  if (v.gaps) lines.push(t('compare.tip.gaps', { n: fmtInt(v.gaps) }));
   const th = fmtThreshold(m);
   if (th && v.verdict !== 'baseline') lines.push(t('compare.tip.threshold', { t: th }));
   const d = decideText(v);
   if (d) lines.push(d);
-  if (v.reason && !m.follows_load) lines.push(v.reason);
+  const nd = noDataText(v);
+  if (nd) lines.push(nd);
+  else if (v.reason && !m.follows_load) lines.push(v.reason);
   return lines.join('\n');
 }
 

@@ -97,12 +97,17 @@ export interface CompareValue {
   decide_hint?: string;
   decide_code?: 'longer_run' | 'near_threshold' | 'too_noisy' | 'repeat_runs' | 'per_second_data' | string;
   decide_seconds?: number;
+  /** Why a server row's value has no verdict: "no_monitor" or "monitor_gaps". */
+  reason_code?: 'no_monitor' | 'monitor_gaps' | string;
+  /** Server rows: usable seconds without a monitor value, left out of the figure and the test. */
+  gaps?: number;
 }
 
 export interface CompareMetric {
-  /** "tps" (the contract draft said "rps"), "p50" … "max", "error_rate", "cpu_percent", "rss_bytes". */
+  /** "tps" (the contract draft said "rps"), "p50" … "max", "error_rate", "cpu_percent", "rss_bytes", and with a server
+   * monitor "server_cpu_percent", "server_cpu_us_per_request", "server_memory_bytes". */
   metric: string;
-  /** "req/s", "ms", "fraction", "% of one core", "bytes". */
+  /** "req/s", "ms", "fraction", "% of one core", "bytes", "percent", "µs/request". */
   unit: string;
   higher_is_better: boolean;
   test?: string;

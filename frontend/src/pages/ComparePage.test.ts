@@ -2,8 +2,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fireEvent, render, waitFor } from '@testing-library/svelte';
 import ComparePage from './ComparePage.svelte';
 import fixture from '../test-fixtures/compare-1-3-5.json';
+import serverRows from '../test-fixtures/compare-server-rows.json';
 import type { CompareResponse } from '../lib/types';
 import { alignSeries, PICKS } from '../lib/compare';
+import { setLocale } from '../lib/i18n.svelte';
 
 // A real GET /api/compare?ids=1,3,5&baseline=1 answer of the backend (series cut to 4 seconds).
 const res = fixture as unknown as CompareResponse;
@@ -65,6 +67,67 @@ describe('ComparePage', () => {
     expect(container.querySelector('[data-testid=compare-counts]')!.textContent).not.toContain('no verdict');
 
     expect(container.querySelector('[data-metric=tps] [data-run-id="1"]')!.getAttribute('data-verdict')).toBe('baseline');
+  });
+
+  // The server rows of a real backend comparison (compare package, synthetic runs: #3 costs 20 % more
+  // CPU per request, its monitor missed 2 seconds; #5 had no server monitor).
+  it('shows the server rows: CPU % without a verdict, CPU per request and memory with verdict badges, no monitor as not comparable', async () => {
+    stub({ ...res, metrics: [...res.metrics, ...serverRows] });
+    const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+    await waitFor(() => expect(container.querySelector('[data-testid=compare-row][data-metric=server_cpu_us_per_request]')).not.toBeNull());
+    const row = (m: string) => container.querySelector(`[data-testid=compare-row][data-metric=${m}]`)!;
+    const cell = (m: string, id: number) => row(m).querySelector(`[data-run-id="${id}"]`)!;
+
+    expect(row('server_cpu_percent').querySelector('[data-testid=follows-load]')).not.toBeNull();
+    expect(cell('server_cpu_percent', 3).querySelector('.verdict.v-none')!.textContent).toBe('no verdict');
+
+    const us = cell('server_cpu_us_per_request', 3);
+    expect(row('server_cpu_us_per_request').querySelector('th')!.textContent).toContain('server CPU per request');
+    expect(row('server_cpu_us_per_request').querySelector('[data-testid=follows-load]')).toBeNull();
+    expect(row('server_cpu_us_per_request').querySelector('[data-testid=row-threshold]')!.textContent).toBe('±10 %');
+    expect(us.querySelector('.val')!.textContent).toBe('236 µs/req');
+    expect(us.querySelector('.verdict.v-regression')!.textContent).toBe('regression');
+    expect(us.querySelector('[data-testid=effect]')!.textContent).toBe('+17.8 % [+10 %, +26.3 %]');
+    expect(us.getAttribute('title')).toContain('practical threshold: ±10 %');
+
+    // no monitor: no verdict, and why — never "no change"
+    const none = cell('server_cpu_us_per_request', 5);
+    expect(none.getAttribute('data-verdict')).toBe('none');
+    expect(none.querySelector('.val')!.textContent).toBe('—');
+    expect(none.querySelector('[data-testid=no-data]')!.textContent).toBe('not comparable: this run or the baseline had no server monitor');
+    expect(cell('server_memory_bytes', 5).querySelector('[data-testid=no-data]')).not.toBeNull();
+
+    // memory: no change within 10 %, its two gap seconds counted
+    const mem = cell('server_memory_bytes', 3);
+    expect(mem.querySelector('.verdict.v-no_change')!.textContent).toBe('no change');
+    expect(mem.querySelector('[data-testid=gaps]')!.textContent).toBe('2 s without a monitor value left out');
+    expect(mem.getAttribute('title')).toContain('seconds without a monitor value, left out: 2');
+
+    // the baseline's own gap seconds are shown on its cell
+    expect(cell('server_memory_bytes', 1).querySelector('[data-testid=gaps]')).toBeNull();
+    stub({ ...res, metrics: [...res.metrics, ...serverRows.map((m) => ({ ...m, values: m.values.map((v) => (v.run_id === 1 ? { ...v, gaps: 3 } : v)) }))] });
+    const again = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+    await waitFor(() => expect(again.container.querySelector('[data-metric=server_memory_bytes] [data-run-id="1"] [data-testid=gaps]')).not.toBeNull());
+    expect(again.container.querySelector('[data-metric=server_memory_bytes] [data-run-id="1"] [data-testid=gaps]')!.textContent).toBe('3 s without a monitor value left out');
+
+    // the headline counts the server verdicts like the others
+    expect(container.querySelector('[data-testid=compare-counts]')!.textContent).toContain('regression');
+  });
+
+  it('says why a server row is not comparable in Chinese too', async () => {
+    setLocale('zh-CN');
+    try {
+      stub({ ...res, metrics: [...res.metrics, ...serverRows] });
+      const { container } = render(ComparePage, { query: new URLSearchParams('ids=1,3,5&baseline=1') });
+      await waitFor(() => expect(container.querySelector('[data-metric=server_cpu_us_per_request] [data-run-id="5"]')).not.toBeNull());
+      const row = container.querySelector('[data-testid=compare-row][data-metric=server_cpu_us_per_request]')!;
+      expect(row.querySelector('th')!.textContent).toContain('服务器每请求 CPU');
+      expect(row.querySelector('[data-run-id="5"] [data-testid=no-data]')!.textContent).toBe('无法比较：本次运行或基线没有服务器监控');
+      expect(row.querySelector('[data-run-id="3"] .val')!.textContent).toContain('µs/请求');
+      expect(container.querySelector('[data-metric=server_memory_bytes] [data-run-id="3"] [data-testid=gaps]')!.textContent).toBe('已排除 2 秒无监控数据');
+    } finally {
+      setLocale('en');
+    }
   });
 
   it('shows the load-shape warnings and overlays every run on each chart', async () => {
