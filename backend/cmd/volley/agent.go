@@ -21,6 +21,7 @@ func agentCmd() *cobra.Command {
 	var (
 		url, token, id, labels string
 		weight                 int
+		ext                    bus.External // an external NATS (natsflags.go)
 	)
 	c := &cobra.Command{
 		Use:   "agent",
@@ -35,12 +36,14 @@ comes next.`,
 			if token == "" {
 				token = os.Getenv("VOLLEY_JOIN_TOKEN")
 			}
-			if url == "" || token == "" {
+			ext.URL = url
+			external := ext.CredsFile != "" || ext.NKeyFile != "" // --nats-creds, --nkey (natsflags.go)
+			if url == "" || token == "" && !external {
 				return usageError{errors.New("--nats nats://HOST:PORT and --token (or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
 			}
-			tok, err := bus.ParseToken(token)
+			tok, err := agentAuth(token, cmd.Flags().Changed("token"), ext)
 			if err != nil {
-				return usageError{fmt.Errorf("--token: %w", err)}
+				return err
 			}
 			if id == "" {
 				id = defaultAgentID()
@@ -58,7 +61,11 @@ comes next.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			return agent.Run(ctx, agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log})
+			cfg := agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log}
+			if external {
+				cfg.Connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectExternalAgent(ext, id, o...) }
+			}
+			return agent.Run(ctx, cfg)
 		},
 	}
 	c.Flags().StringVar(&url, "nats", "", "the controller's agents listener, nats://HOST:PORT")
@@ -66,6 +73,7 @@ comes next.`,
 	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name); a-z, 0-9, '-'")
 	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
 	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
+	agentNATSFlags(c, &ext) // --nats-creds, --nkey (natsflags.go)
 	return c
 }
 
@@ -112,8 +120,9 @@ func parseLabels(s string) (map[string]string, error) {
 // listener, the controller's connection and the agent registry (api.Agents).
 type agentsCtl struct {
 	*cluster.Registry
-	b  *bus.Bus
-	nc *nats.Conn
+	b   *bus.Bus // nil on an external NATS (startAgentsExternal)
+	nc  *nats.Conn
+	url string // the external NATS's URL
 }
 
 // startAgents starts the broker listening for agents on addr and the registry on it.
@@ -136,11 +145,25 @@ func startAgents(addr string) (*agentsCtl, error) {
 	return &agentsCtl{Registry: reg, b: b, nc: nc}, nil
 }
 
-func (a *agentsCtl) JoinToken() string { return a.b.JoinToken() }
-func (a *agentsCtl) URL() string       { return "nats://" + a.b.AgentsAddr() }
+// JoinToken is the embedded broker's join token; "" on an external NATS (agents use its credentials).
+func (a *agentsCtl) JoinToken() string {
+	if a.b == nil {
+		return ""
+	}
+	return a.b.JoinToken()
+}
+
+func (a *agentsCtl) URL() string {
+	if a.b == nil {
+		return a.url
+	}
+	return "nats://" + a.b.AgentsAddr()
+}
 
 func (a *agentsCtl) Close() {
 	a.Stop()
 	a.nc.Close()
-	a.b.Close()
+	if a.b != nil {
+		a.b.Close()
+	}
 }

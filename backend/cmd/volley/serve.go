@@ -20,6 +20,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
@@ -65,6 +66,8 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
+	// --nats, --nats-creds, --nats-nkey: an external NATS instead of the embedded broker (natsflags.go)
+	controllerNATSFlags(c, &lim.nats)
 	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
@@ -82,6 +85,7 @@ type serveOpts struct {
 	log               *slog.Logger   // tests: nil logs to stderr
 	caps              plan.Caps      // --max-* and --memory-budget (limits.go); zero: the plan's own ranges only
 	agentsListen      string         // --agents-listen (agent.go); "": no broker, no port
+	nats              bus.External   // --nats, --nats-creds, --nats-nkey (natsflags.go): an external NATS
 }
 
 func defaultServeOpts() serveOpts {
@@ -106,6 +110,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 
+	if err := checkControllerNATS(lim.nats, lim.agentsListen); err != nil {
+		return err
+	}
 	if lim.maxConnsPerClient < 0 {
 		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
 	}
@@ -195,6 +202,15 @@ Add an admin first, then start again (everyone then logs in):
 		apiOpts = append(apiOpts, api.WithAgents(ag))
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
+	}
+	if lim.nats.URL != "" {
+		ag, err := startAgentsExternal(lim.nats)
+		if err != nil {
+			return err
+		}
+		defer ag.Close()
+		apiOpts = append(apiOpts, api.WithAgents(ag))
+		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
 
 	h := hub.New(guard.CheckOrigin)

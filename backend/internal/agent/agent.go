@@ -32,6 +32,9 @@ type Config struct {
 	Log     *slog.Logger
 	// Hello overrides the hello sent (tests of refusals); nil: the agent's own.
 	Hello func(bus.Hello) bus.Hello
+	// Connect connects to the broker with the agent's options (reconnects, handlers); nil:
+	// bus.ConnectAgent(URL, ID, Token, …). An external NATS: bus.ConnectExternalAgent.
+	Connect func(opts ...nats.Option) (*nats.Conn, error)
 }
 
 // RefusedError is the controller's refusal of the agent at hello.
@@ -48,7 +51,11 @@ func Run(ctx context.Context, cfg Config) error {
 		log = slog.Default()
 	}
 	rejoin := make(chan struct{}, 1)
-	nc, err := bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token,
+	connect := cfg.Connect
+	if connect == nil {
+		connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token, o...) }
+	}
+	nc, err := connect(
 		nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
