@@ -89,13 +89,19 @@ func countingTarget(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return ts, &n
 }
 
-// writePlan writes a per-vu-iterations plan (vus × iters requests) against url.
-func writePlan(t *testing.T, url string, vus, iters int) string {
+// iterations is a per-vu-iterations load: vus × iters requests.
+func iterations(vus, iters int) map[string]any {
+	return map[string]any{"executor": "per-vu-iterations", "vus": vus, "iterations": iters}
+}
+
+// writePlan writes a plan of one GET of url with load, each VU pausing 20 ms between requests.
+func writePlan(t *testing.T, url string, load map[string]any) string {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{
-		"name":     "agents cli",
-		"requests": []map[string]any{{"name": "get", "method": "GET", "url": url}},
-		"load":     map[string]any{"executor": "per-vu-iterations", "vus": vus, "iterations": iters},
+		"name":       "agents cli",
+		"requests":   []map[string]any{{"name": "get", "method": "GET", "url": url}},
+		"load":       load,
+		"think_time": "20ms",
 	})
 	path := filepath.Join(t.TempDir(), "plan.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -115,7 +121,7 @@ func coordinatorPending(log string) bool {
 // exits 3 naming how many came and which; flags that need --agents are refused (exit 2).
 func TestRunAgentsWaitsBounded(t *testing.T) {
 	ts, hits := countingTarget(t)
-	planPath := writePlan(t, ts.URL, 2, 3)
+	planPath := writePlan(t, ts.URL, iterations(2, 3))
 
 	for _, bad := range [][]string{
 		{"--agents-wait", "5s"}, // needs --agents
@@ -153,7 +159,7 @@ func TestRunAgentsWaitsBounded(t *testing.T) {
 // its requests at the target) and the summary names two agents.
 func TestRunOverAgents(t *testing.T) {
 	ts, hits := countingTarget(t)
-	planPath := writePlan(t, ts.URL, 4, 5)
+	planPath := writePlan(t, ts.URL, iterations(4, 5))
 	run := startProc(t, "volley-run", volleyBin, "run", planPath, "--agents", "2", "--agents-listen", "127.0.0.1:0", "--agents-wait", "60s", "-q")
 	m := waitLog(t, run, joinLine, 30*time.Second)
 	for _, id := range []string{"gen-1", "gen-2"} {
@@ -265,7 +271,7 @@ func TestRunOverExternalNATS(t *testing.T) {
 	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3")
 	url := startNATS(t, env)
 	ts, hits := countingTarget(t)
-	planPath := writePlan(t, ts.URL, 2, 5)
+	planPath := writePlan(t, ts.URL, iterations(2, 5))
 	run := startProc(t, "volley-run", volleyBin, "run", planPath, "--agents", "1", "--nats", url, "--nats-nkey", seeds["controller"], "--agents-wait", "60s", "-q")
 	waitLog(t, run, regexp.MustCompile(`waiting for agents on `+regexp.QuoteMeta(url)), 30*time.Second)
 	startProc(t, "agent-1", volleyBin, "agent", "--nats", url, "--nkey", seeds["agent-1"], "--id", "agent-1")
@@ -276,5 +282,33 @@ func TestRunOverExternalNATS(t *testing.T) {
 	}
 	if code != 0 || hits.Load() != 10 {
 		t.Fatalf("exit %d, target got %d requests (want 0, 10):\n%s", code, hits.Load(), tail(run.log, 3000))
+	}
+}
+
+// An agent killed during a run over agents: the run ends degraded, the summary names the lost
+// agent and volley run exits 5 (--allow-agent-loss would accept it: TestDegradedExit).
+func TestRunOverAgentsLosesOne(t *testing.T) {
+	ts, _ := countingTarget(t)
+	planPath := writePlan(t, ts.URL, map[string]any{"executor": "constant-vus", "vus": 2, "duration": "12s"})
+	run := startProc(t, "volley-run", volleyBin, "run", planPath, "--agents", "2", "--agents-listen", "127.0.0.1:0", "--agents-wait", "60s")
+	m := waitLog(t, run, joinLine, 30*time.Second)
+	agents := map[string]*proc{}
+	for _, id := range []string{"gen-1", "gen-2"} {
+		agents[id] = startProc(t, "agent-"+id, volleyBin, "agent", "--nats", m[2], "--token", m[1], "--id", id)
+	}
+	waitLog(t, run, regexp.MustCompile(`running over 2 agents|not built yet|not enough idle agents`), 60*time.Second)
+	if coordinatorPending(tail(run.log, 1<<20)) {
+		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes")
+	}
+	waitLog(t, run, regexp.MustCompile(`(?m)^\s*2s/`), 30*time.Second) // the run's second progress line
+	agents["gen-2"].kill(t)
+	if code := waitExit(t, run, 90*time.Second); code != 5 {
+		t.Fatalf("exit %d, want 5 (degraded):\n%s", code, tail(run.log, 3000))
+	}
+	out := tail(run.log, 1<<20)
+	for _, want := range []string{"degraded", "lost gen-2", "--allow-agent-loss accepts that"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, tail(run.log, 3000))
+		}
 	}
 }
