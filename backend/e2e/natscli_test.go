@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
 
@@ -208,23 +209,52 @@ func nkeyUsers(t *testing.T, names ...string) (env []string, seeds map[string]st
 // directory instead of /var/lib/nats, and returns its URL.
 func startNATS(t *testing.T, env []string) string {
 	t.Helper()
+	return startNATSCluster(t, env, 1)[0]
+}
+
+// startNATSCluster runs n real nats-servers from the sample configuration: with n > 1 each gets
+// its own server_name and the cluster block the sample describes (routes to the others on
+// loopback). It returns their URLs.
+func startNATSCluster(t *testing.T, env []string, n int) []string {
+	t.Helper()
 	bin := natsServerPath(t)
-	port := freePort(t)
 	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "nats", "nats-server.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const store = "store_dir: /var/lib/nats"
-	if !strings.Contains(string(b), store) {
-		t.Fatalf("the sample configuration has no %q line to point at a temporary store", store)
+	const store, name = "store_dir: /var/lib/nats", "server_name: volley-nats-1"
+	if !strings.Contains(string(b), store) || !strings.Contains(string(b), name) {
+		t.Fatalf("the sample configuration lacks %q or %q", store, name)
 	}
-	conf := filepath.Join(t.TempDir(), "nats-server.conf")
-	if err := os.WriteFile(conf, []byte(strings.Replace(string(b), store, "store_dir: "+t.TempDir(), 1)), 0o600); err != nil {
-		t.Fatal(err)
+	ports, routes := make([]int, n), make([]int, n)
+	for i := range n {
+		ports[i], routes[i] = freePort(t), freePort(t)
 	}
-	p := startProcEnv(t, "nats-server", env, bin, "-c", conf, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
-	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), p, 20*time.Second)
-	return fmt.Sprintf("nats://127.0.0.1:%d", port)
+	var urls []string
+	var procs []*proc
+	for i := range n {
+		c := strings.Replace(string(b), store, "store_dir: "+t.TempDir(), 1)
+		if n > 1 {
+			var rs []string
+			for j, r := range routes {
+				if j != i {
+					rs = append(rs, fmt.Sprintf("nats://127.0.0.1:%d", r))
+				}
+			}
+			c = strings.Replace(c, name, fmt.Sprintf("server_name: volley-nats-%d", i+1), 1)
+			c += fmt.Sprintf("\ncluster {\n  name: volley\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n", routes[i], strings.Join(rs, ", "))
+		}
+		conf := filepath.Join(t.TempDir(), "nats-server.conf")
+		if err := os.WriteFile(conf, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, startProcEnv(t, fmt.Sprintf("nats-server-%d", i+1), env, bin, "-c", conf, "-a", "127.0.0.1", "-p", fmt.Sprint(ports[i])))
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+	}
+	for i, p := range procs {
+		waitTCP(t, fmt.Sprintf("127.0.0.1:%d", ports[i]), p, 20*time.Second)
+	}
+	return urls
 }
 
 // On a real nats-server with the sample configuration: volley serve --nats lists an agent that
@@ -310,5 +340,58 @@ func TestRunOverAgentsLosesOne(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, tail(run.log, 3000))
 		}
+	}
+}
+
+// A run over agents on a real 3-node nats-server cluster (the sample configuration with its
+// cluster block): the controller on node 3, each agent on another node; the run goes over both
+// with exactly the plan's requests at the target.
+func TestRunOverExternalNATSCluster(t *testing.T) {
+	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3")
+	urls := startNATSCluster(t, env, 3)
+	waitJetStream(t, urls[2], seeds["controller"], 60*time.Second)
+	ts, hits := countingTarget(t)
+	planPath := writePlan(t, ts.URL, iterations(4, 5))
+	run := startProc(t, "volley-run", volleyBin, "run", planPath, "--agents", "2", "--nats", urls[2], "--nats-nkey", seeds["controller"], "--agents-wait", "60s", "-q")
+	waitLog(t, run, regexp.MustCompile(`waiting for agents on `), 30*time.Second)
+	for i, id := range []string{"agent-1", "agent-2"} {
+		startProc(t, id, volleyBin, "agent", "--nats", urls[i], "--nkey", seeds[id], "--id", id)
+	}
+	code := waitExit(t, run, 90*time.Second)
+	if coordinatorPending(tail(run.log, 1<<20)) {
+		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes")
+	}
+	if code != 0 || hits.Load() != 20 || !strings.Contains(tail(run.log, 1<<20), "running over 2 agents: agent-1, agent-2") {
+		t.Fatalf("exit %d, target got %d requests (want 0, 20):\n%s", code, hits.Load(), tail(run.log, 3000))
+	}
+}
+
+// waitJetStream waits until the controller's account has JetStream on the cluster at url (a new
+// cluster elects its JetStream meta leader first).
+func waitJetStream(t *testing.T, url, seed string, limit time.Duration) {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := js.AccountInfo()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream not available on the cluster after %s: %v", limit, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
