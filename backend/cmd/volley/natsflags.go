@@ -19,12 +19,19 @@ func controllerNATSFlags(c *cobra.Command, e *bus.External) {
 	c.Flags().StringVar(&e.URL, "nats", "", "use this external NATS server or cluster (nats://HOST:PORT, comma-separated seeds) instead of the embedded broker; needs --nats-creds or --nats-nkey")
 	c.Flags().StringVar(&e.CredsFile, "nats-creds", "", "the controller's credentials on the external NATS: a .creds file (JWT and NKey seed)")
 	c.Flags().StringVar(&e.NKeyFile, "nats-nkey", "", "the controller's credentials on the external NATS: a file with its NKey seed (SU…)")
+	caFlag(c, e)
+}
+
+// caFlag registers --nats-ca: the external NATS's TLS certificate is checked against this CA.
+func caFlag(c *cobra.Command, e *bus.External) {
+	c.Flags().StringVar(&e.CAFile, "nats-ca", "", "the external NATS uses TLS with a certificate from this CA (PEM file); default: the system's CAs for a tls:// URL")
 }
 
 // agentNATSFlags registers the agent's external credentials (its URL is --nats, as with a join token).
 func agentNATSFlags(c *cobra.Command, e *bus.External) {
 	c.Flags().StringVar(&e.CredsFile, "nats-creds", "", "join an external NATS (at --nats) with this .creds file (JWT and NKey seed) instead of a join token")
 	c.Flags().StringVar(&e.NKeyFile, "nkey", "", "join an external NATS (at --nats) with the NKey seed (SU…) in this file instead of a join token")
+	caFlag(c, e)
 }
 
 // agentAuth checks an agent's credentials: the external NATS's (e has a creds or NKey file; no
@@ -40,6 +47,9 @@ func agentAuth(token string, tokenFlag bool, e bus.External) (bus.Token, error) 
 		}
 		return bus.Token{}, nil
 	}
+	if e.CAFile != "" {
+		return bus.Token{}, usageError{errors.New("--nats-ca is for an external NATS (with --nats-creds or --nkey); the join token pins volley's own broker")}
+	}
 	tok, err := bus.ParseToken(token)
 	if err != nil {
 		return bus.Token{}, usageError{fmt.Errorf("--token: %w", err)}
@@ -51,8 +61,8 @@ func agentAuth(token string, tokenFlag bool, e bus.External) (bus.Token, error) 
 // --nats with --agents-listen (one broker or the other).
 func checkControllerNATS(e bus.External, agentsListen string) error {
 	if e.URL == "" {
-		if e.CredsFile != "" || e.NKeyFile != "" {
-			return usageError{errors.New("--nats-creds and --nats-nkey are for an external NATS: add --nats nats://HOST:PORT")}
+		if e.CredsFile != "" || e.NKeyFile != "" || e.CAFile != "" {
+			return usageError{errors.New("--nats-creds, --nats-nkey and --nats-ca are for an external NATS: add --nats nats://HOST:PORT")}
 		}
 		return nil
 	}

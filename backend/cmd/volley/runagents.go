@@ -59,7 +59,7 @@ func (a *agentRun) on() bool { return a.n != 0 || a.labels != "" }
 // check validates the flags (a usage error: exit 2), before any load or listener.
 func (a *agentRun) check(c *cobra.Command) error {
 	if !a.on() {
-		for _, f := range []string{"agents-listen", "agents-wait", "allow-agent-loss", "nats", "nats-creds", "nats-nkey"} {
+		for _, f := range []string{"agents-listen", "agents-wait", "allow-agent-loss", "nats", "nats-creds", "nats-nkey", "nats-ca"} {
 			if c.Flags().Changed(f) {
 				return usageError{fmt.Errorf("--%s is for a run over agents: add --agents N or --agent-labels k=v", f)}
 			}

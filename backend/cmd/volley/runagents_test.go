@@ -138,6 +138,8 @@ func TestAgentRunFlags(t *testing.T) {
 		{[]string{"--agents", "2", "--nats", "nats://n:4222"}, "needs credentials"},
 		{[]string{"--agents", "2", "--nats", "nats://n:4222", "--nats-creds", "c", "--nats-nkey", "k"}, "not both"},
 		{[]string{"--agents", "2", "--nats-nkey", "k"}, "add --nats"},
+		{[]string{"--agents", "2", "--nats-ca", "ca.pem"}, "add --nats"},
+		{[]string{"--agents", "2", "--nats", "tls://n:4222", "--nats-nkey", "k", "--nats-ca", "ca.pem"}, ""},
 		{[]string{"--agents", "2", "--nats", "nats://n:4222", "--nats-nkey", "k", "--agents-listen", ":4222"}, "one or the other"},
 	} {
 		a := agentRun{listen: "0.0.0.0:4222", wait: time.Minute}

@@ -23,6 +23,9 @@ type External struct {
 	// NKeyFile is a file holding an NKey user seed (SU…: nats.NkeyOptionFromSeed), for users
 	// listed by public key in the server's configuration file.
 	NKeyFile string
+	// CAFile is a PEM file of the CA certificates the server's TLS certificate is checked
+	// against (nats.RootCAs; TLS then required); empty: the system's CAs for a tls:// URL.
+	CAFile string
 }
 
 // Check reports a missing URL or credential: exactly one of CredsFile and NKeyFile (the bus
@@ -40,20 +43,25 @@ func (e External) Check() error {
 	return nil
 }
 
-// auth is the connection option that authenticates with e's credential. The files are read at
-// each (re)connect by nats.go (a creds file) or now (a seed: a missing or bad file fails here).
-func (e External) auth() (nats.Option, error) {
+// auth is the connection options that authenticate with e's credential (and check the server's
+// certificate against CAFile). A creds file is read at each (re)connect by nats.go, a seed and
+// the CA file now (a missing or bad file fails here).
+func (e External) auth() ([]nats.Option, error) {
 	if err := e.Check(); err != nil {
 		return nil, err
 	}
-	if e.CredsFile != "" {
-		return nats.UserCredentials(e.CredsFile), nil
+	var o []nats.Option
+	if e.CAFile != "" {
+		o = append(o, nats.RootCAs(e.CAFile))
 	}
-	o, err := nats.NkeyOptionFromSeed(e.NKeyFile)
+	if e.CredsFile != "" {
+		return append(o, nats.UserCredentials(e.CredsFile)), nil
+	}
+	seed, err := nats.NkeyOptionFromSeed(e.NKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("NKey seed %s: %w", e.NKeyFile, err)
 	}
-	return o, nil
+	return append(o, seed), nil
 }
 
 // ConnectController connects the controller to the external server. name labels the connection.
@@ -63,7 +71,7 @@ func ConnectController(e External, name string, opts ...nats.Option) (*nats.Conn
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	o := append([]nats.Option{a, nats.Name(name), nats.MaxReconnects(-1)}, opts...)
+	o := append(append(a, nats.Name(name), nats.MaxReconnects(-1)), opts...)
 	return nats.Connect(e.URL, o...)
 }
 
@@ -78,6 +86,6 @@ func ConnectExternalAgent(e External, id string, opts ...nats.Option) (*nats.Con
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	o := append([]nats.Option{a, nats.Name("agent " + id), nats.CustomInboxPrefix(InboxPrefix(id))}, opts...)
+	o := append(append(a, nats.Name("agent "+id), nats.CustomInboxPrefix(InboxPrefix(id))), opts...)
 	return nats.Connect(e.URL, o...)
 }

@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"crypto/tls"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -282,5 +284,48 @@ func TestExternalCreds(t *testing.T) {
 	if c, err := ConnectController(External{URL: url, CredsFile: filepath.Join(dir, "missing.creds")}, "controller"); err == nil {
 		c.Close()
 		t.Error("a missing creds file connected")
+	}
+}
+
+// A TLS external NATS with its own CA: --nats-ca's file lets the controller and agents check the
+// server's certificate; without it (the system's CAs) the connection is refused.
+func TestExternalTLSWithCA(t *testing.T) {
+	seeds := sampleKeys(t)
+	cert, _, err := selfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := server.ProcessConfigFile(sampleConf(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.StoreDir = t.TempDir()
+	o.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	o.TLS, o.TLSTimeout = true, 5
+	url := runServer(t, o)
+
+	ctl, err := ConnectController(External{URL: url, NKeyFile: seeds["controller"], CAFile: ca}, "controller")
+	if err != nil {
+		t.Fatalf("controller with the CA: %v", err)
+	}
+	ctl.Close()
+	a, err := ConnectExternalAgent(External{URL: url, NKeyFile: seeds["agent-1"], CAFile: ca}, "agent-1")
+	if err != nil {
+		t.Fatalf("agent with the CA: %v", err)
+	}
+	if !a.TLSRequired() {
+		t.Error("the agent's connection is not TLS")
+	}
+	a.Close()
+	c, err := ConnectExternalAgent(External{URL: strings.Replace(url, "nats://", "tls://", 1), NKeyFile: seeds["agent-1"]}, "agent-1")
+	if err == nil {
+		c.Close()
+		t.Error("connected without the CA: the server's certificate was not checked")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: %v, want a certificate error", err)
 	}
 }
