@@ -207,15 +207,16 @@ func nkeyUsers(t *testing.T, names ...string) (env []string, seeds map[string]st
 // startNATS runs the real nats-server with the sample configuration on a free loopback port (a
 // command-line flag overrides the file's listen address) with its JetStream store in a temporary
 // directory instead of /var/lib/nats, and returns its URL.
-func startNATS(t *testing.T, env []string) string {
+func startNATS(t *testing.T, env []string) (string, *proc) {
 	t.Helper()
-	return startNATSCluster(t, env, 1)[0]
+	urls, procs := startNATSCluster(t, env, 1)
+	return urls[0], procs[0]
 }
 
 // startNATSCluster runs n real nats-servers from the sample configuration: with n > 1 each gets
 // its own server_name and the cluster block the sample describes (routes to the others on
-// loopback). It returns their URLs.
-func startNATSCluster(t *testing.T, env []string, n int) []string {
+// loopback). It returns their URLs and processes.
+func startNATSCluster(t *testing.T, env []string, n int) ([]string, []*proc) {
 	t.Helper()
 	bin := natsServerPath(t)
 	b, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "nats", "nats-server.conf"))
@@ -254,7 +255,7 @@ func startNATSCluster(t *testing.T, env []string, n int) []string {
 	for i, p := range procs {
 		waitTCP(t, fmt.Sprintf("127.0.0.1:%d", ports[i]), p, 20*time.Second)
 	}
-	return urls
+	return urls, procs
 }
 
 // On a real nats-server with the sample configuration: volley serve --nats lists an agent that
@@ -262,7 +263,7 @@ func startNATSCluster(t *testing.T, env []string, n int) []string {
 // server does not know cannot join (exit non-zero).
 func TestServeAndAgentOnExternalNATS(t *testing.T) {
 	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3", "stranger")
-	url := startNATS(t, env[:4])
+	url, nsrv := startNATS(t, env[:4])
 
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	p := startProc(t, "volley-serve", volleyBin, "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "v.db"),
@@ -287,9 +288,8 @@ func TestServeAndAgentOnExternalNATS(t *testing.T) {
 	if code := waitExit(t, stranger, 30*time.Second); code == 0 || !strings.Contains(tail(stranger.log, 2000), "cannot join") {
 		t.Errorf("an unknown key: exit %d\n%s", code, tail(stranger.log, 2000))
 	}
-	// The impostor has retried its hello since before agent-1 joined; three presence beats later
-	// it is still not listed.
-	time.Sleep(3 * time.Second)
+	// The server refused the impostor its inbox (so its hello is never answered) and it is not listed.
+	waitLog(t, nsrv, regexp.MustCompile(`Subscription Violation - Subject "_INBOX_agent-3\.`), 10*time.Second)
 	if l, _ := waitAgents(t, s.base, "list", time.Second, func(agentsJSON) bool { return true }); !slices.Equal(l.ids(), []string{"agent-1"}) {
 		t.Errorf("agents %v, want only agent-1", l.ids())
 	}
@@ -299,7 +299,7 @@ func TestServeAndAgentOnExternalNATS(t *testing.T) {
 // the agent joins with its own, and the run goes over it.
 func TestRunOverExternalNATS(t *testing.T) {
 	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3")
-	url := startNATS(t, env)
+	url, _ := startNATS(t, env)
 	ts, hits := countingTarget(t)
 	planPath := writePlan(t, ts.URL, iterations(2, 5))
 	run := startProc(t, "volley-run", volleyBin, "run", planPath, "--agents", "1", "--nats", url, "--nats-nkey", seeds["controller"], "--agents-wait", "60s", "-q")
@@ -348,7 +348,7 @@ func TestRunOverAgentsLosesOne(t *testing.T) {
 // with exactly the plan's requests at the target.
 func TestRunOverExternalNATSCluster(t *testing.T) {
 	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3")
-	urls := startNATSCluster(t, env, 3)
+	urls, _ := startNATSCluster(t, env, 3)
 	waitJetStream(t, urls[2], seeds["controller"], 60*time.Second)
 	ts, hits := countingTarget(t)
 	planPath := writePlan(t, ts.URL, iterations(4, 5))
