@@ -154,12 +154,21 @@ type proc struct {
 // temp dir, whose tail is logged if the test fails. The group is SIGKILLed at cleanup.
 func startProc(t *testing.T, name string, bin string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, nil, bin, args...)
+}
+
+// startProcEnv is startProc with env added to this process's environment.
+func startProcEnv(t *testing.T, name string, env []string, bin string, args ...string) *proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

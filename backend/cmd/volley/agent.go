@@ -23,6 +23,7 @@ func agentCmd() *cobra.Command {
 		tokenFile              string
 		weight                 int
 		allowTargets           []string
+		ext                    bus.External // an external NATS (natsflags.go)
 	)
 	c := &cobra.Command{
 		Use:   "agent",
@@ -40,12 +41,14 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 			if err != nil {
 				return err
 			}
-			if url == "" || token == "" {
+			ext.URL = url
+			external := ext.CredsFile != "" || ext.NKeyFile != "" // --nats-creds, --nkey (natsflags.go)
+			if url == "" || token == "" && !external {
 				return usageError{errors.New("--nats nats://HOST:PORT and --token (or --token-file, or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
 			}
-			tok, err := bus.ParseToken(token)
+			tok, err := agentAuth(token, cmd.Flags().Changed("token") || cmd.Flags().Changed("token-file"), ext)
 			if err != nil {
-				return usageError{fmt.Errorf("--token: %w", err)}
+				return err
 			}
 			if id == "" {
 				id = defaultAgentID()
@@ -66,8 +69,12 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			return agent.Run(ctx, agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log,
-				AllowTargets: allowTargets})
+			cfg := agent.Config{URL: url, Token: tok, ID: id, Labels: lb, Weight: weight, Version: version, Log: log,
+				AllowTargets: allowTargets}
+			if external {
+				cfg.Connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectExternalAgent(ext, id, o...) }
+			}
+			return agent.Run(ctx, cfg)
 		},
 	}
 	c.Flags().StringVar(&url, "nats", "", "the controller's agents listener, nats://HOST:PORT")
@@ -77,6 +84,7 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
 	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
 	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
+	agentNATSFlags(c, &ext) // --nats-creds, --nkey (natsflags.go)
 	return c
 }
 
@@ -153,8 +161,9 @@ func parseLabels(s string) (map[string]string, error) {
 // listener, the controller's connection and the agent registry (api.Agents).
 type agentsCtl struct {
 	*cluster.Registry
-	b  *bus.Bus
-	nc *nats.Conn
+	b   *bus.Bus // nil on an external NATS (startAgentsExternal)
+	nc  *nats.Conn
+	url string // the external NATS's URL
 }
 
 // startAgents starts the broker listening for agents on addr and the registry on it; a stateDir
@@ -178,11 +187,25 @@ func startAgents(addr, stateDir string) (*agentsCtl, error) {
 	return &agentsCtl{Registry: reg, b: b, nc: nc}, nil
 }
 
-func (a *agentsCtl) JoinToken() string { return a.b.JoinToken() }
-func (a *agentsCtl) URL() string       { return "nats://" + a.b.AgentsAddr() }
+// JoinToken is the embedded broker's join token; "" on an external NATS (agents use its credentials).
+func (a *agentsCtl) JoinToken() string {
+	if a.b == nil {
+		return ""
+	}
+	return a.b.JoinToken()
+}
+
+func (a *agentsCtl) URL() string {
+	if a.b == nil {
+		return a.url
+	}
+	return "nats://" + a.b.AgentsAddr()
+}
 
 func (a *agentsCtl) Close() {
 	a.Stop()
 	a.nc.Close()
-	a.b.Close()
+	if a.b != nil {
+		a.b.Close()
+	}
 }

@@ -31,14 +31,21 @@ func runCmd() *cobra.Command {
 Exit status: 0 every threshold passed; 1 a threshold failed; 2 the plan or the command line is invalid;
 3 the run could not start or its results could not be written or uploaded; 4 the run failed: no
 request got a successful response (e.g. nothing listens at the target) and no threshold failed;
-130 stopped by Ctrl-C
+5 a run over agents lost an agent (its share of later seconds is missing) and --allow-agent-loss
+was not given; 130 stopped by Ctrl-C
 or SIGTERM (the summary of what ran is still printed, written and uploaded).
 --out writes a run file (the summary, every second with its latency histogram, the masked plan)
 that 'volley compare' tests and that --server uploads to the platform's history (docs/api.md,
 "Run files").
-A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRET_NAME.`,
+A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRET_NAME.
+--agents N runs the plan over N volley agents (split exactly, merged exactly): it opens the agents
+listener (--agents-listen), prints the join command with its token and waits up to --agents-wait
+for them (exit 3 naming how many came), or uses an external NATS (--nats).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := runAgents.check(cmd); err != nil {
+				return err
+			}
 			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, quiet)
 		},
 	}
@@ -48,6 +55,8 @@ A plan's {{secret.NAME}} values come from the environment variables VOLLEY_SECRE
 	runUpload.flag(c)     // --server, --token, --plan-id (runfile.go)
 	targetPolicy.flag(c)  // --allow-target, --deny-target (targetpolicy.go)
 	runLimits.register(c) // --max-vus … --memory-budget (limits.go)
+	// --agents, --agent-labels, --agents-listen, --agents-wait, --allow-agent-loss, --nats… (runagents.go)
+	runAgents.flag(c)
 	return c
 }
 
@@ -113,7 +122,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 	}
 	var secs runSeconds // for --out and --server
 	keep := outFile != nil || runUpload.server != ""
-	e, err := engine.New(compiled, engine.Options{Policy: targetPolicy.policy(), OnSample: func(s metrics.Sample) {
+	onSample := func(s metrics.Sample) {
 		cum += s.Requests
 		if keep {
 			secs.add(s)
@@ -122,13 +131,26 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		if !quiet {
 			fmt.Fprintf(stderr, "%s\n", progressLine(s, cum, total))
 		}
-	}})
-	if err != nil {
-		return err
 	}
-	fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
+	var sum *metrics.Summary
 	started := time.Now()
-	sum, err := e.Run(ctx)
+	if runAgents.on() { // over agents (runagents.go)
+		fmt.Fprintf(stderr, "running %q over agents: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
+		if sum, err = runAgents.run(ctx, stderr, compiled, onSample, &started); sum == nil && ctx.Err() != nil {
+			fmt.Fprintf(stderr, "volley: %v\n", err)
+			return exitCode(exitInterrupted)
+		} else if sum == nil {
+			return fail("cannot run over agents: %v", err)
+		}
+	} else {
+		e, nerr := engine.New(compiled, engine.Options{Policy: targetPolicy.policy(), OnSample: onSample})
+		if nerr != nil {
+			return nerr
+		}
+		fmt.Fprintf(stderr, "running %q: %s, up to %d VUs, %s\n", p.Name, p.Load.Executor, p.Load.PeakVUs(), total)
+		started = time.Now()
+		sum, err = e.Run(ctx)
+	}
 	ended := time.Now()
 	if err != nil {
 		if sum != nil { // a panic ended the run: what ran is still shown
@@ -172,7 +194,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		fmt.Fprintln(stderr, "volley: run failed:", msg)
 		return exitCode(exitFailed)
 	}
-	return nil
+	return runAgents.degradedExit(stderr, sum) // an agent lost: exit 5 unless --allow-agent-loss
 }
 
 // invalidPlan prints every problem of a plan by field path and returns exit status 2.
@@ -262,6 +284,7 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
 		fmt.Fprintf(tw, "decoded bodies\t%s\n", mib(uint64(s.BodyBytesDecoded)))
 	}
 	fmt.Fprintf(tw, "client\tcpu avg %.0f%%\tmax %.0f%%\trss max %s\n", s.Client.CPUPercentAvg, s.Client.CPUPercentMax, mib(s.Client.RSSBytesMax))
+	printAgents(tw, s) // a run over agents: how many, start skew, lost ones (runagents.go)
 	apart := printTarget(tw, s)
 	if len(s.Sweep) > 0 {
 		if !apart {

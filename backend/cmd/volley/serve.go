@@ -20,6 +20,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
@@ -67,6 +68,8 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
 	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts")
 	c.Flags().StringVar(&lim.joinTokenFile, "join-token-file", "", "with --agents-listen: write the join token to this file (mode 0600) for agents that read it (volley agent --token-file), e.g. on a shared volume")
+	// --nats, --nats-creds, --nats-nkey: an external NATS instead of the embedded broker (natsflags.go)
+	controllerNATSFlags(c, &lim.nats)
 	limits.register(c) // --max-vus, --max-rate, --max-duration, --max-requests, --memory-budget (limits.go)
 	return c
 }
@@ -86,6 +89,7 @@ type serveOpts struct {
 	agentsListen      string         // --agents-listen (agent.go); "": no broker, no port
 	agentsState       string         // --agents-state: bus.Config.StateDir; "": a new join token each start
 	joinTokenFile     string         // --join-token-file: where the join token is written; "": nowhere
+	nats              bus.External   // --nats, --nats-creds, --nats-nkey (natsflags.go): an external NATS
 }
 
 func defaultServeOpts() serveOpts {
@@ -112,6 +116,9 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 
 	if lim.agentsListen == "" && (lim.agentsState != "" || lim.joinTokenFile != "") {
 		return usageError{errors.New("--agents-state and --join-token-file need --agents-listen")}
+	}
+	if err := checkControllerNATS(lim.nats, lim.agentsListen); err != nil {
+		return err
 	}
 	if lim.maxConnsPerClient < 0 {
 		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
@@ -207,6 +214,15 @@ Add an admin first, then start again (everyone then logs in):
 		apiOpts = append(apiOpts, api.WithAgents(ag))
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
+	}
+	if lim.nats.URL != "" {
+		ag, err := startAgentsExternal(lim.nats)
+		if err != nil {
+			return err
+		}
+		defer ag.Close()
+		apiOpts = append(apiOpts, api.WithAgents(ag))
+		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
 
 	h := hub.New(guard.CheckOrigin)

@@ -44,6 +44,9 @@ type Config struct {
 	// ClockOffset moves this agent's wall clock by that much (tests of the synchronized start: an
 	// agent whose clock is 2 s ahead must still start with the others); 0 in production.
 	ClockOffset time.Duration
+	// Connect connects to the broker with the agent's options (reconnects, handlers); nil:
+	// bus.ConnectAgent(URL, ID, Token, …). An external NATS: bus.ConnectExternalAgent.
+	Connect func(opts ...nats.Option) (*nats.Conn, error)
 }
 
 // shutdownDrain is how long a stopping agent waits for its unacknowledged snapshots to reach the
@@ -68,7 +71,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	rejoin := make(chan struct{}, 1)
-	nc, err := bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token,
+	connect := cfg.Connect
+	if connect == nil {
+		connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token, o...) }
+	}
+	nc, err := connect(
 		nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
