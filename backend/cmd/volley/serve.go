@@ -20,6 +20,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
@@ -192,7 +193,12 @@ Add an admin first, then start again (everyone then logs in):
 			return err
 		}
 		defer ag.Close()
-		apiOpts = append(apiOpts, api.WithAgents(ag))
+		// Runs over agents: the registry picks them, the coordinator runs the plan on them.
+		co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log)
+		if err != nil {
+			return fmt.Errorf("--agents-listen: %w", err)
+		}
+		apiOpts = append(apiOpts, api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co}))
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
 	}
@@ -250,6 +256,13 @@ Add an admin first, then start again (everyone then logs in):
 		return err
 	}
 	return nil
+}
+
+// clusterRuns is the API's cluster (api.Cluster): the registry picks agents, the coordinator runs
+// plans on them.
+type clusterRuns struct {
+	*cluster.Registry
+	*cluster.Coordinator
 }
 
 // seedDemo creates the example plan in an empty database so a newcomer can press Run at once.
