@@ -32,7 +32,7 @@ const (
 )
 
 // Sink receives a run's events in order: Start, the seconds (Sample), then Finish. Start is called
-// by Runner.Start itself, before it returns the run's id and before the engine sends load, so
+// by Runner.Start (or StartDriven) itself, before it returns the run's id and before load is sent, so
 // whatever a sink opens there (the live topic) exists once a client knows the run; it must be
 // quick and must not call the Runner. The other events come from the sink's own goroutine. A sink
 // may be slow there: the runner buffers up to SinkBuffer events per sink and drops (and logs)
