@@ -21,6 +21,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/hub"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
@@ -211,7 +212,11 @@ Add an admin first, then start again (everyone then logs in):
 				return fmt.Errorf("--join-token-file: %w", err)
 			}
 		}
-		apiOpts = append(apiOpts, api.WithAgents(ag))
+		opts, err := agentsAPI(ag, log)
+		if err != nil {
+			return fmt.Errorf("--agents-listen: %w", err)
+		}
+		apiOpts = append(apiOpts, opts...)
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
 	}
@@ -221,7 +226,11 @@ Add an admin first, then start again (everyone then logs in):
 			return err
 		}
 		defer ag.Close()
-		apiOpts = append(apiOpts, api.WithAgents(ag))
+		opts, err := agentsAPI(ag, log)
+		if err != nil {
+			return fmt.Errorf("--nats: %w", err)
+		}
+		apiOpts = append(apiOpts, opts...)
 		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
 
@@ -278,6 +287,23 @@ Add an admin first, then start again (everyone then logs in):
 		return err
 	}
 	return nil
+}
+
+// clusterRuns is the API's cluster (api.Cluster): the registry picks agents, the coordinator runs
+// plans on them.
+type clusterRuns struct {
+	*cluster.Registry
+	*cluster.Coordinator
+}
+
+// agentsAPI is the API's view of the agents: the list (api.WithAgents) and runs over them — the
+// registry picks them, the coordinator runs the plan on them (api.WithCluster).
+func agentsAPI(ag *agentsCtl, log *slog.Logger) ([]api.Option, error) {
+	co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log)
+	if err != nil {
+		return nil, err
+	}
+	return []api.Option{api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co})}, nil
 }
 
 // seedDemo creates the example plan in an empty database so a newcomer can press Run at once.

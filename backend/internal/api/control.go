@@ -21,8 +21,8 @@ type controlBody struct {
 }
 
 // controlRun changes a running test's VUs or rate (live control): 200 with the RunEvent recorded;
-// 400 (field errors on vus or rate), 404 (no such run), 409 (not running, or its executor has no
-// such control).
+// 400 (field errors on vus or rate), 404 (no such run), 409 (not running, its executor has no
+// such control, or control_unsupported: a run over agents).
 func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	id, err := idParam(c)
 	if err != nil {
@@ -58,6 +58,8 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 			msgs = append(msgs, m)
 		}
 		return 0, nil, invalidControl(field, strings.Join(msgs, "; "))
+	case errors.Is(err, runner.ErrNotDriven):
+		return 0, nil, errf(http.StatusConflict, "control_unsupported", "%s", err.Error())
 	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
 		return 0, nil, errf(http.StatusConflict, "not_controllable", "%s", err.Error())
 	case err != nil:

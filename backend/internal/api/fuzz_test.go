@@ -41,7 +41,7 @@ var fuzzRoutes = []string{
 	"DELETE /api/plans/{id}", "POST /api/plans/{id}/runs", "GET /api/plans/{id}/trend", "GET /api/runs",
 	"GET /api/runs/{id}", "PATCH /api/runs/{id}", "GET /api/runs/{id}/previous", "GET /api/runs/{id}/distribution",
 	"GET /api/runs/{id}/report", "POST /api/runs/{id}/stop", "POST /api/runs/{id}/control", "DELETE /api/runs/{id}", "GET /api/runs/{id}/samples",
-	"GET /api/compare",
+	"GET /api/compare", "GET /api/runs/{id}/agents",
 }
 
 // FuzzAPI sends fuzzed ids, query strings and bodies to every JSON handler through the real gin

@@ -489,6 +489,7 @@ func (s *Server) storeImported(ctx context.Context, w runWriter, runID int64, f 
 		p.ThresholdsOK = &ok
 	}
 	p.ServerCPUMax = runs.ServerCPUMax(sum)
+	p.Agents, p.Degraded = max(sum.Agents, 0), sum.Degraded
 	if err := w.FinishRun(ctx, runID, f.Run.Status, f.Run.EndedAt, p, data, hist, ""); err != nil {
 		return err
 	}

@@ -42,7 +42,17 @@ func (s *Server) startRun(c *gin.Context) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	runID, sp, err := s.runs.Start(c.Request.Context(), id, s.checkPlan)
+	b, err := readStartBody(c) // agentruns.go
+	if err != nil {
+		return 0, nil, err
+	}
+	var runID int64
+	var sp *store.Plan
+	if b.Agents == nil && b.AgentLabels == nil {
+		runID, sp, err = s.runs.Start(c.Request.Context(), id, s.checkPlan)
+	} else {
+		runID, sp, err = s.startOnAgents(c, id, b)
+	}
 	if err != nil {
 		return 0, nil, err
 	}

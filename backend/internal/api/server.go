@@ -38,11 +38,14 @@ type Store interface {
 	PutSecret(ctx context.Context, name, value string) (*store.SecretInfo, bool, error)
 	DeleteSecret(ctx context.Context, name string) error
 	SecretValues(ctx context.Context, names []string) (map[string]string, error)
+	AppendAgentSecond(ctx context.Context, runID int64, agent string, second int, sample []byte) (bool, error)
+	AgentSeconds(ctx context.Context, runID int64, from, limit int) ([]store.AgentSecond, int, error)
 }
 
 // Runs is the run lifecycle the handlers need (implemented by *runs.Service).
 type Runs interface {
 	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
+	StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive) (int64, *store.Plan, error)
 	Stop(ctx context.Context, id int64) (*store.Run, error)
 	Control(ctx context.Context, id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error)
 	Delete(ctx context.Context, id int64) (*store.Run, error)
@@ -75,6 +78,7 @@ type Server struct {
 	sendSlots chan struct{} // test requests being sent (send.go)
 	metrics   http.Handler  // GET /metrics (prommetrics.go); nil: not served
 	agents    Agents        // remote agents (agents.go); nil: no agents listener
+	cluster   Cluster       // runs over agents (agentruns.go); nil: no agents listener
 }
 
 // Option configures a Server (New).
@@ -175,6 +179,7 @@ func (s *Server) Router() *gin.Engine {
 	a.POST("/runs/:id/control", s.wrap(s.controlRun)) // control.go
 	a.DELETE("/runs/:id", s.wrap(s.deleteRun))
 	a.GET("/runs/:id/samples", longWrite, s.wrap(s.samples))
+	a.GET("/runs/:id/agents", longWrite, s.wrap(s.agentSeconds)) // agentruns.go
 	a.GET("/runs/:id/live", s.live)
 	a.GET("/compare", s.wrap(s.compareRuns))
 	a.GET("/settings/target-policy", s.wrap(s.targetPolicy))

@@ -112,6 +112,7 @@ type page struct {
 	StatusText  string // the run's status in words (as it is when the dictionary lacks it)
 	Started     string
 	Ended       string
+	Generators  string // "3 agents" for a run over agents; "" for a local run
 	S           *metrics.Summary
 	Settings    *settings
 	Latency     []latRow
@@ -210,6 +211,16 @@ func buildPage(r Report, lang string) page {
 	}
 	p.Settings = settingsOf(r.Plan, t)
 	s := r.Summary
+	if r.Meta.Agents > 0 {
+		p.Generators = t("generators", "n", r.Meta.Agents)
+	}
+	if r.Meta.Degraded || s != nil && s.Degraded {
+		lost := "—"
+		if s != nil && len(s.LostAgents) > 0 {
+			lost = strings.Join(s.LostAgents, ", ")
+		}
+		p.Warnings = append(p.Warnings, t("warn.degraded", "lost", lost))
+	}
 	if s != nil {
 		p.Outcome, p.NoLatency = s.Outcome(r.Meta.Status), !HasLatency(s.Latency, s.StatusCodes)
 	} else if r.Meta.Status != "" {

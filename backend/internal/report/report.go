@@ -13,6 +13,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -29,6 +30,10 @@ type Meta struct {
 	Notes     string
 	Tags      []string
 	Error     string
+	// Agents is how many agents generated a run over agents (0: the server's engine); Degraded:
+	// one was lost during the run (runs.Run.Agents, Degraded).
+	Agents   int
+	Degraded bool
 }
 
 // Report is one run to export.
@@ -92,15 +97,23 @@ func WriteJSON(w io.Writer, r Report) error {
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
 	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
 
+// AgentsCSVHeader are the CSV columns of a run over agents: the share of the second's work
+// missing (0-1) and the agents it was theirs, joined with ";".
+var AgentsCSVHeader = []string{"missing_share", "missing_agents"}
+
 // WriteCSV writes one row per second under CSVHeader, then WSCSVHeader for a run with WebSocket
-// steps, then the monitors' columns (target.go).
+// steps, then AgentsCSVHeader for a run over agents, then the monitors' columns (target.go).
 func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 	cw := csv.NewWriter(w)
 	ws := hasWS(samples)
+	ag := slices.ContainsFunc(samples, func(s metrics.Sample) bool { return len(s.Agents) > 0 || s.MissingShare > 0 })
 	ids := targetIDs(samples)
 	header := slices.Clone(CSVHeader)
 	if ws {
 		header = append(header, WSCSVHeader...)
+	}
+	if ag {
+		header = append(header, AgentsCSVHeader...)
 	}
 	for _, id := range ids {
 		header = append(header, TargetColumnPrefix+id)
@@ -121,6 +134,9 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 			strconv.FormatBool(s.GeneratorBound)}
 		if ws {
 			row = append(row, wsCSVRow(&s)...)
+		}
+		if ag {
+			row = append(row, f(s.MissingShare), strings.Join(s.MissingAgents, ";"))
 		}
 		row = append(row, targetCells(s, ids)...)
 		if err := cw.Write(row); err != nil {

@@ -71,7 +71,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 32px; }
 <main>
 <section class="first">
 <h1>{{.Title}}</h1>
-<p class="meta">{{with .StatusText}}{{tr "status"}}: <b>{{.}}</b>{{tr "sep"}}{{end}}{{with .Started}}{{tr "started" "t" .}}{{end}}{{with .Ended}}{{tr "ended" "t" .}}{{end}}{{with .S}}{{with .Executor}} · {{tr "executorIs" "e" .}}{{end}}{{end}}</p>
+<p class="meta">{{with .StatusText}}{{tr "status"}}: <b>{{.}}</b>{{tr "sep"}}{{end}}{{with .Started}}{{tr "started" "t" .}}{{end}}{{with .Ended}}{{tr "ended" "t" .}}{{end}}{{with .Generators}} · {{.}}{{end}}{{with .S}}{{with .Executor}} · {{tr "executorIs" "e" .}}{{end}}{{end}}</p>
 {{with .Meta.Tags}}<p>{{range .}}<span class="tag">{{.}}</span>{{end}}</p>{{end}}
 {{with .Meta.Notes}}<div class="notes">{{.}}</div>{{end}}
 {{with .Outcome}}<p class="outcome {{.}}">{{tr "outcome"}}: <b>{{$.OutcomeText}}</b>{{with $.OutcomeWhy}} <span class="why">— {{.}}</span>{{end}}</p>{{end}}

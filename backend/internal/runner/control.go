@@ -30,7 +30,8 @@ var (
 // the run's plan with its load replaced by a constant-vus load of ch.VUs VUs, or a
 // constant-arrival-rate load at ch.Rate with the same time_unit and VU pool, each as long as the
 // run's load — and its *plan.ValidationError refuses the change (the server's caps). Errors:
-// ErrNotRunning (not the active run, or it is ending), ErrNotControllable, ErrTooManyChanges, a
+// ErrNotRunning (not the active run, or it is ending), ErrNotDriven (a run started with
+// StartDriven), ErrNotControllable, ErrTooManyChanges, a
 // *plan.ValidationError (field "vus" or "rate" out of range, or check's), or an error when ch does
 // not hold exactly one value.
 func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (metrics.RunEvent, error) {
@@ -39,6 +40,10 @@ func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (met
 	}
 	r.mu.Lock()
 	a := r.active
+	if a != nil && a.id == id && a.driven && !a.ending {
+		r.mu.Unlock()
+		return metrics.RunEvent{}, ErrNotDriven
+	}
 	if a == nil || a.id != id || a.ending || a.eng == nil {
 		r.mu.Unlock()
 		return metrics.RunEvent{}, ErrNotRunning

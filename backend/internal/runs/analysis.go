@@ -254,7 +254,7 @@ func (s *Service) Report(ctx context.Context, id int64) (report.Report, error) {
 			Plan json.RawMessage `json:"plan"`
 		}{RunOf(r), orNull(plan.MaskSpec(r.PlanSpec))},
 		Meta: report.Meta{RunID: r.ID, PlanName: r.PlanName, Status: r.Status, StartedAt: &r.StartedAt,
-			EndedAt: r.EndedAt, Notes: r.Notes, Tags: r.Tags, Error: r.Error},
+			EndedAt: r.EndedAt, Notes: r.Notes, Tags: r.Tags, Error: r.Error, Agents: r.Agents, Degraded: r.Degraded},
 		Samples: make([]metrics.Sample, len(smps)),
 	}
 	var p plan.Plan

@@ -37,6 +37,11 @@ type Run struct {
 	// ServerCPUMax is the target server's CPU % at its busiest (ServerCPUMax); null when the run
 	// had no process or node monitor with a value, or has not ended.
 	ServerCPUMax *float64 `json:"server_cpu_max"`
+	// Agents is how many agents generated the run's load (0: this server's engine); Degraded:
+	// an agent was lost, so some seconds miss its share (metrics.Summary.Agents, Degraded). Both
+	// are set when the run ends.
+	Agents   int  `json:"agents"`
+	Degraded bool `json:"degraded"`
 }
 
 // RunOf is the stored run r as Run.
@@ -44,8 +49,8 @@ func RunOf(r *store.Run) Run {
 	return Run{ID: r.ID, PlanID: r.PlanID, PlanName: r.PlanName, Status: r.Status, StartedAt: r.StartedAt,
 		EndedAt: r.EndedAt, DurationS: r.DurationS, Requests: r.Requests, RPS: r.RPS, P95Ms: r.P95Ms,
 		ErrorRate: r.ErrorRate, Error: r.Error, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes, Tags: r.Tags,
-		ServerCPUMax: r.ServerCPUMax,
-		Outcome:      metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)}
+		ServerCPUMax: r.ServerCPUMax, Agents: r.Agents, Degraded: r.Degraded,
+		Outcome: metrics.OutcomeOf(r.Status, r.Requests, r.ErrorRate, r.ThresholdsOK)}
 }
 
 // TagList is a run's tags; it is written as [] (never null) when there are none.

@@ -11,6 +11,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,6 +104,42 @@ func (e *ActiveError) Error() string {
 // *plan.ValidationError (the plan, its limits or its secrets), *runner.BusyError (another run is
 // active), or a storage error.
 func (s *Service) Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error) {
+	return s.start(ctx, planID, check, func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
+		return s.runner.Start(c, create)
+	})
+}
+
+// Drive generates a run somewhere else than the server's engine (the agents: cluster.Coordinator.Run):
+// runner.Drive given the run's compiled plan, its secrets resolved.
+type Drive func(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error)
+
+// DrivenRunner is a Runner that can run plans whose seconds come from a Drive (implemented by
+// *runner.Runner).
+type DrivenRunner interface {
+	StartDriven(c *plan.Compiled, create func(time.Time) (int64, error), drive runner.Drive) (int64, error)
+}
+
+// ErrNoDriven is returned by StartDriven when the service's runner cannot run a Drive.
+var ErrNoDriven = errors.New("runs: this runner cannot run plans elsewhere")
+
+// StartDriven is Start for a run whose load drive generates (runner.Runner.StartDriven): the
+// same checks, secrets, run row and errors (ErrNoDriven when the runner has no StartDriven).
+func (s *Service) StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive Drive) (int64, *store.Plan, error) {
+	dr, ok := s.runner.(DrivenRunner)
+	if !ok {
+		return 0, nil, ErrNoDriven
+	}
+	return s.start(ctx, planID, check, func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
+		return dr.StartDriven(c, create, func(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
+			return drive(ctx, id, c, onSample)
+		})
+	})
+}
+
+// start is Start and StartDriven: the plan read, checked and given its secrets, then begun by
+// begin with the function that records the run.
+func (s *Service) start(ctx context.Context, planID int64, check func(*plan.Plan) error,
+	begin func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error)) (int64, *store.Plan, error) {
 	sp, err := s.store.GetPlan(ctx, planID)
 	if err != nil {
 		return 0, nil, err
@@ -128,7 +165,7 @@ func (s *Service) Start(ctx context.Context, planID int64, check func(*plan.Plan
 	// The run keeps a snapshot of its plan to show later: masked, so the runs table never holds
 	// a secret header value.
 	snapshot := plan.MaskSpec(sp.Spec)
-	id, err := s.runner.Start(c, func(started time.Time) (int64, error) {
+	id, err := begin(c, func(started time.Time) (int64, error) {
 		r, err := s.store.CreateRun(context.WithoutCancel(ctx), sp.ID, sp.Name, snapshot, started)
 		if err != nil {
 			return 0, err

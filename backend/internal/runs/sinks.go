@@ -224,7 +224,7 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		data, _ = json.Marshal(sum)
 		hist = []byte(sum.Hist)
 		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate,
-			ThresholdsOK: thresholdsOK(sum), ServerCPUMax: ServerCPUMax(sum)}
+			ThresholdsOK: thresholdsOK(sum), ServerCPUMax: ServerCPUMax(sum), Agents: sum.Agents, Degraded: sum.Degraded}
 	}
 	msg := endMessage(sum, runErr)
 	if k.failErr != nil {

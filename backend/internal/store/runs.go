@@ -32,6 +32,10 @@ type Run struct {
 	// ServerCPUMax is the target server's CPU % at its busiest (Progress.ServerCPUMax); nil when
 	// unknown.
 	ServerCPUMax *float64
+	// Agents is how many agents generated the load (0: the server's own engine); Degraded: an
+	// agent was lost during the run (Progress.Agents, Progress.Degraded).
+	Agents   int
+	Degraded bool
 }
 
 // Progress is the running totals written with each sample and at the end of a run.
@@ -46,6 +50,10 @@ type Progress struct {
 	// ServerCPUMax is set at the end of a run whose server monitor had a value (nil otherwise):
 	// the target server's CPU % at its busiest (runs.ServerCPUMax). Only FinishRun writes it.
 	ServerCPUMax *float64
+	// Agents and Degraded are set at the end of a run over agents (metrics.Summary.Agents,
+	// Degraded; 0 and false for a local run). Only FinishRun writes them.
+	Agents   int
+	Degraded bool
 }
 
 // Sample is one second of a run.
@@ -100,6 +108,8 @@ type runRow struct {
 	Summary      []byte     `gorm:"column:summary"`
 	Notes        string     `gorm:"column:notes"`
 	ServerCPUMax *float64   `gorm:"column:server_cpu_max"`
+	Agents       int        `gorm:"column:agents"`
+	Degraded     bool       `gorm:"column:degraded"`
 }
 
 func (r runRow) run() Run {
@@ -108,7 +118,7 @@ func (r runRow) run() Run {
 		StartedAt: utc(r.StartedAt), DurationS: r.DurationS, Requests: r.Requests,
 		RPS: r.RPS, P95Ms: r.P95Ms, ErrorRate: r.ErrorRate, Error: r.Error,
 		PlanSpec: r.PlanSpec, Summary: r.Summary, ThresholdsOK: r.ThresholdsOK, Notes: r.Notes,
-		ServerCPUMax: r.ServerCPUMax,
+		ServerCPUMax: r.ServerCPUMax, Agents: r.Agents, Degraded: r.Degraded,
 	}
 	if r.EndedAt != nil {
 		t := utc(*r.EndedAt)
@@ -118,7 +128,7 @@ func (r runRow) run() Run {
 }
 
 // runListColumns leaves out plan_spec: the list never shows it.
-const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok, notes, server_cpu_max"
+const runListColumns = "id, plan_id, plan_name, status, started_at, ended_at, duration_s, requests, rps, p95_ms, error_rate, error, thresholds_ok, notes, server_cpu_max, agents, degraded"
 
 // CreateRun stores a new run of a plan with status "running". planSpec is the plan JSON as it
 // is now. It returns ErrNotFound if the plan does not exist.
@@ -159,7 +169,7 @@ func (s *Store) AppendSample(ctx context.Context, runID int64, smp Sample, p Pro
 }
 
 // FinishRun ends a run in one transaction: its status (finished, stopped, failed or
-// interrupted), end time, final totals (p.ThresholdsOK and p.ServerCPUMax included) and error
+// interrupted), end time, final totals (p.ThresholdsOK, ServerCPUMax, Agents, Degraded included) and error
 // message, and its summary JSON with its merged latency histogram (replacing any earlier ones).
 // With no summary and no histogram (a run that failed before measuring anything) no summary is
 // stored and GetRun's Summary stays nil.
@@ -177,9 +187,10 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 	}
 	finish := func(tx *gorm.DB) error {
 		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
-			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ?, server_cpu_max = ? WHERE id = ?`,
+			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ?, server_cpu_max = ?,
+			agents = ?, degraded = ? WHERE id = ?`,
 			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK,
-			p.ServerCPUMax, runID)
+			p.ServerCPUMax, max(p.Agents, 0), p.Degraded, runID)
 		if res.Error != nil {
 			return res.Error
 		}
@@ -208,7 +219,7 @@ func (s *Store) GetRun(ctx context.Context, id int64) (*Run, error) {
 	var rows []runRow
 	err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.plan_id, r.plan_name, r.status, r.started_at,
 			r.ended_at, r.duration_s, r.requests, r.rps, r.p95_ms, r.error_rate, r.error, r.thresholds_ok, r.plan_spec,
-			r.notes, r.server_cpu_max, m.data AS summary
+			r.notes, r.server_cpu_max, r.agents, r.degraded, m.data AS summary
 		FROM runs r LEFT JOIN run_summaries m ON m.run_id = r.id
 		WHERE r.id = ?`, id).Scan(&rows).Error
 	if err != nil {
@@ -341,7 +352,8 @@ func (s *Store) Samples(ctx context.Context, runID int64) ([]Sample, error) {
 	return out, nil
 }
 
-// DeleteRun deletes a run with its samples and summary, or returns ErrNotFound.
+// DeleteRun deletes a run with its samples (its agents' seconds too) and summary, or returns
+// ErrNotFound.
 func (s *Store) DeleteRun(ctx context.Context, id int64) error {
 	return s.deleteRow(ctx, "runs", "run", id)
 }

@@ -1,5 +1,6 @@
 // The API client. Every failure — network, HTTP error, malformed body — becomes an ApiError with a
 // human-readable message, so pages can always show something instead of a blank screen.
+import type { StartBody } from './agents';
 import { t } from './i18n.svelte';
 import type {
   AgentsResponse,
@@ -229,7 +230,8 @@ export const api = {
   createPlan: (spec: PlanInput) => request<Plan>('POST', '/api/plans', spec),
   updatePlan: (id: number | string, spec: PlanInput) => request<Plan>('PUT', `/api/plans/${id}`, spec),
   deletePlan: (id: number | string) => request<void>('DELETE', `/api/plans/${id}`),
-  startRun: (planId: number | string) => request<Run>('POST', `/api/plans/${planId}/runs`),
+  /** Starts a run; body picks agents as generators (docs/api.md "Runs over agents"), none: this server. */
+  startRun: (planId: number | string, body?: StartBody) => request<Run>('POST', `/api/plans/${planId}/runs`, body),
   listRuns: (q: RunQuery = {}, signal?: AbortSignal) =>
     request<ListResponse<Run>>('GET', `/api/runs${qs({ ...q })}`, undefined, signal),
   getRun: (id: number | string, signal?: AbortSignal) => request<Run>('GET', `/api/runs/${id}`, undefined, signal),

@@ -242,6 +242,9 @@ export type Sample = {
   protocols?: Record<string, number>;
   body_bytes_decoded?: number;
   ws?: WSStats;
+  missing_share?: number;
+  missing_agents?: string[];
+  agents?: Record<string, ClientSample>;
 };
 
 /** The JSON of Go's metrics.Summary. */
@@ -283,6 +286,10 @@ export type Summary = {
   protocols?: Record<string, number>;
   body_bytes_decoded: number;
   ws?: WSStats;
+  agents?: number;
+  degraded?: boolean;
+  lost_agents?: string[];
+  start_skew_ms?: number;
 };
 
 /** The JSON of Go's runs.Run. */
@@ -304,6 +311,8 @@ export type RunListItem = {
   notes: string;
   tags: string[];
   server_cpu_max: number | null;
+  agents: number;
+  degraded: boolean;
 };
 
 /** The JSON of Go's api.runDetail. */

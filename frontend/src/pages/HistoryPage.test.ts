@@ -47,6 +47,17 @@ describe('HistoryPage', () => {
     expect(location.hash).toBe('#/runs?plan_id=1&offset=100');
   });
 
+  it('marks runs over agents with their count and degraded, local runs with nothing', async () => {
+    const items = runs(3, 3).map((r, i) => ({ ...r, status: 'finished', agents: [4, 2, 0][i], degraded: i === 1 }));
+    vi.stubGlobal('fetch', vi.fn(async (url: string) =>
+      new Response(JSON.stringify(url.startsWith('/api/plans') ? { items: [], total: 0 } : { items, total: 3 }), { status: 200 })));
+    const { container } = render(HistoryPage, { query: new URLSearchParams() });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=run-row]')).toHaveLength(3));
+    const marks = [...container.querySelectorAll('[data-testid=run-row]')].map((r) =>
+      [...r.querySelectorAll('[data-testid=run-agents], [data-testid=run-degraded]')].map((b) => b.textContent).join(' '));
+    expect(marks).toEqual(['4 agents', '2 agents degraded', '']);
+  });
+
   it('shows the failure when the runs cannot be loaded', async () => {
     vi.stubGlobal('fetch', vi.fn(async () => new Response('oops', { status: 500 })));
     const { container } = render(HistoryPage, { query: new URLSearchParams() });

@@ -122,6 +122,8 @@ export function run(over: Partial<Run> = {}): Run {
     notes: '',
     tags: [],
     server_cpu_max: null,
+    agents: 0,
+    degraded: false,
     ...over,
   };
 }

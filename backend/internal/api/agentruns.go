@@ -1,0 +1,166 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/runs"
+	"github.com/volley-load/volley/backend/internal/store"
+)
+
+// Cluster runs plans over remote agents: Registry.Pick chooses them, Coordinator.Run runs the
+// plan on them (volley serve --agents-listen: *cluster.Registry with its *cluster.Coordinator).
+type Cluster interface {
+	Pick(n int, labels map[string]string) ([]cluster.Agent, error)
+	Run(ctx context.Context, spec cluster.RunSpec, hooks cluster.RunHooks) (*metrics.Summary, error)
+}
+
+// WithCluster lets POST /api/plans/:id/runs run a plan over agents ({"agents": N} or
+// {"agent_labels": {…}}). Without it such a body is a 409 agents_listener_off.
+func WithCluster(c Cluster) Option { return func(s *Server) { s.cluster = c } }
+
+// Bounds of a run's generators (startBody).
+const (
+	MaxRunAgents     = 1000 // agents one run may ask for
+	MaxAgentLabels   = 20   // labels in agent_labels
+	maxLabelKeyLen   = 63
+	maxLabelValueLen = 253
+)
+
+// startBody is POST /api/plans/:id/runs's optional body: which generators run the plan. Neither
+// field (or no body): this server's engine. Agents: that many idle agents; AgentLabels: every idle
+// agent carrying all those labels.
+type startBody struct {
+	Agents      *int              `json:"agents"`
+	AgentLabels map[string]string `json:"agent_labels"`
+}
+
+// readStartBody reads startBody; an empty body is the zero startBody. Errors are 400s naming the
+// field.
+func readStartBody(c *gin.Context) (startBody, error) {
+	var b startBody
+	raw, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return b, unreadableBody()
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return b, nil
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(raw))
+	if err := decodeBody(c, &b, `"agents" (a number of agents) or "agent_labels" (an object of labels), or no body`); err != nil {
+		return b, err
+	}
+	invalid := func(fields map[string]string, msg string) error {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: msg, Fields: fields}
+	}
+	switch {
+	case b.Agents != nil && b.AgentLabels != nil:
+		return b, invalid(map[string]string{"agents": "give agents or agent_labels, not both", "agent_labels": "give agents or agent_labels, not both"},
+			"give agents or agent_labels, not both")
+	case b.Agents != nil && (*b.Agents < 1 || *b.Agents > MaxRunAgents):
+		m := fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
+		return b, invalid(map[string]string{"agents": m}, "agents "+m)
+	case b.AgentLabels != nil:
+		if len(b.AgentLabels) == 0 || len(b.AgentLabels) > MaxAgentLabels {
+			m := fmt.Sprintf("must hold 1 to %d labels", MaxAgentLabels)
+			return b, invalid(map[string]string{"agent_labels": m}, "agent_labels "+m)
+		}
+		for k, v := range b.AgentLabels {
+			if k == "" || len(k) > maxLabelKeyLen || len(v) > maxLabelValueLen {
+				m := fmt.Sprintf("%q: a key is 1-%d bytes, a value at most %d", echo(k), maxLabelKeyLen, maxLabelValueLen)
+				return b, invalid(map[string]string{"agent_labels": m}, "agent_labels "+m)
+			}
+		}
+	}
+	return b, nil
+}
+
+// startOnAgents starts plan planID over the agents b asks for: 409 agents_listener_off without a
+// cluster, 409 agents_unavailable (the PickError's words) when too few idle agents match.
+func (s *Server) startOnAgents(c *gin.Context, planID int64, b startBody) (int64, *store.Plan, error) {
+	if s.cluster == nil {
+		return 0, nil, errf(http.StatusConflict, "agents_listener_off",
+			"this server has no agents listener, so it cannot run plans on agents: start volley serve with --agents-listen HOST:PORT")
+	}
+	n := 0
+	if b.Agents != nil {
+		n = *b.Agents
+	}
+	picked, err := s.cluster.Pick(n, b.AgentLabels)
+	var pe *cluster.PickError
+	if errors.As(err, &pe) {
+		return 0, nil, errf(http.StatusConflict, "agents_unavailable", "%s", pe.Error())
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.runs.StartDriven(c.Request.Context(), planID, s.checkPlan, s.agentsDrive(picked))
+}
+
+// agentsDrive runs a plan on the picked agents (cluster.Coordinator.Run): the merged seconds go
+// to the run's sinks, each agent's own seconds to the run_agent_seconds table.
+func (s *Server) agentsDrive(picked []cluster.Agent) runs.Drive {
+	return func(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error) {
+		return s.cluster.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: picked}, cluster.RunHooks{
+			OnSecond:      onSample,
+			OnAgentSecond: runs.AgentSecondHook(s.store, runID, s.log),
+		})
+	}
+}
+
+// agentSecondJSON is one agent's second in GET /api/runs/:id/agents.
+type agentSecondJSON struct {
+	Agent  string          `json:"agent"`
+	Second int             `json:"second"`
+	Sample json.RawMessage `json:"sample"`
+}
+
+// agentSeconds is GET /api/runs/:id/agents?from=S&limit=N: the run's agents' own seconds from
+// second S (default 1), ordered by second then agent, at most N rows (1000-10000, default 2000),
+// whole seconds only; next_from is where the next page starts (null: no more).
+func (s *Server) agentSeconds(c *gin.Context) (int, any, error) {
+	id, err := idParam(c)
+	if err != nil {
+		return 0, nil, err
+	}
+	from, limit := 1, store.DefaultAgentRows
+	if v := c.Query("from"); v != "" {
+		if from, err = strconv.Atoi(v); err != nil || from < 0 {
+			return 0, nil, badRequest("from must be a second (an integer, 0 or more)")
+		}
+	}
+	if v := c.Query("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < store.MinAgentRows || limit > store.MaxAgentRows {
+			return 0, nil, badRequest("limit must be an integer from %d to %d", store.MinAgentRows, store.MaxAgentRows)
+		}
+	}
+	rows, next, err := s.store.AgentSeconds(c.Request.Context(), id, from, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := struct {
+		Seconds  []agentSecondJSON `json:"seconds"`
+		NextFrom *int              `json:"next_from"`
+	}{Seconds: make([]agentSecondJSON, 0, len(rows))}
+	for _, r := range rows {
+		if !json.Valid(r.Sample) { // a damaged row: left out rather than breaking the answer
+			continue
+		}
+		out.Seconds = append(out.Seconds, agentSecondJSON{Agent: r.Agent, Second: r.Second, Sample: r.Sample})
+	}
+	if next > 0 {
+		out.NextFrom = &next
+	}
+	return http.StatusOK, out, nil
+}

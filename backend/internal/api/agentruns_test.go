@@ -1,0 +1,197 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/volley-load/volley/backend/internal/api"
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/store"
+)
+
+// fakeCluster has two idle agents (zone eu) and runs a plan on them deterministically: three
+// seconds, gen-b delivering nothing in the third (its share missing), gen-a's second 2 handed
+// twice (a replayed spool, the copy different), then it waits for its ctx (the stop) and returns
+// a degraded summary of two agents.
+type fakeCluster struct {
+	mu      sync.Mutex
+	spec    cluster.RunSpec
+	handed  chan struct{}
+	stopped chan struct{}
+}
+
+var fakeIdle = []cluster.Agent{{ID: "gen-a", Weight: 1, Labels: map[string]string{"zone": "eu"}}, {ID: "gen-b", Weight: 1, Labels: map[string]string{"zone": "eu"}}}
+
+func (f *fakeCluster) Pick(n int, labels map[string]string) ([]cluster.Agent, error) {
+	var out []cluster.Agent
+	for _, a := range fakeIdle {
+		ok := true
+		for k, v := range labels {
+			ok = ok && a.Labels[k] == v
+		}
+		if ok {
+			out = append(out, a)
+		}
+	}
+	if n > len(out) || len(out) == 0 {
+		return nil, &cluster.PickError{Want: n, Labels: labels, Available: len(out)}
+	}
+	if n > 0 {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Run(ctx context.Context, spec cluster.RunSpec, hooks cluster.RunHooks) (*metrics.Summary, error) {
+	f.mu.Lock()
+	f.spec = spec
+	f.mu.Unlock()
+	own := func(agent string, s int, cpu float64) metrics.Sample {
+		return metrics.Sample{ElapsedS: s, IntervalS: 1, Requests: 50, RPS: 50, Hist: "HISTOGRAM", Client: metrics.ClientSample{CPUPercent: cpu, RSSBytes: 1 << 20}}
+	}
+	for s := 1; s <= 3; s++ {
+		merged := metrics.Sample{ElapsedS: s, T: int64(1_800_000_000_000 + s*1000), IntervalS: 1, Requests: 100, RPS: 100,
+			Agents: map[string]metrics.ClientSample{"gen-a": {CPUPercent: 10}, "gen-b": {CPUPercent: 20}}}
+		hooks.OnAgentSecond("gen-a", own("gen-a", s, 10))
+		if s < 3 {
+			hooks.OnAgentSecond("gen-b", own("gen-b", s, 20))
+		} else {
+			merged.Requests, merged.RPS, merged.MissingShare, merged.MissingAgents = 50, 50, 0.5, []string{"gen-b"}
+			delete(merged.Agents, "gen-b")
+		}
+		if s == 2 {
+			hooks.OnAgentSecond("gen-a", own("gen-a", s, 99)) // the replay: not stored again
+		}
+		hooks.OnSecond(merged)
+	}
+	close(f.handed)
+	<-ctx.Done()
+	close(f.stopped)
+	return &metrics.Summary{Requests: 250, DurationS: 3, RPS: 83.3, Seconds: 3, Agents: 2, Degraded: true, LostAgents: []string{"gen-b"}}, nil
+}
+
+// POST /api/plans/:id/runs with {"agents": N} or {"agent_labels": …} runs the plan through the
+// cluster: 400 for a bad body (the field named), 409 agents_unavailable when too few agents match,
+// control 409 control_unsupported; the merged seconds are the run's (one with its missing share),
+// each agent's own seconds are stored once (GET /api/runs/:id/agents), the run ends with agents
+// and degraded, and deleting it deletes its agents' seconds.
+func TestRunOverAgents(t *testing.T) {
+	fc := &fakeCluster{handed: make(chan struct{}), stopped: make(chan struct{})}
+	s := newStack(t, stackConfig{opts: []api.Option{api.WithCluster(fc)}})
+	a, st := s.app, s.st
+	planID := mustPlanID(t, st, "agents")
+	runs := fmt.Sprintf("/api/plans/%d/runs", planID)
+	runCases(t, a, []apiCase{
+		{"no agents", "POST", runs, `{"agents":0}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
+		{"too many agents", "POST", runs, `{"agents":1001}`, 400, []string{`"agents":`}},
+		{"not a number", "POST", runs, `{"agents":"2"}`, 400, []string{`"agents":"must be a int"`}},
+		{"both", "POST", runs, `{"agents":1,"agent_labels":{"zone":"eu"}}`, 400, []string{`"agents":"give agents or agent_labels, not both"`, `"agent_labels":`}},
+		{"no labels", "POST", runs, `{"agent_labels":{}}`, 400, []string{`"agent_labels":"must hold 1 to 20 labels"`}},
+		{"empty key", "POST", runs, `{"agent_labels":{"":"x"}}`, 400, []string{`"agent_labels":`}},
+		{"unknown field", "POST", runs, `{"agentz":1}`, 400, []string{`"agentz":"unknown field"`}},
+		{"too few agents", "POST", runs, `{"agents":3}`, 409, []string{`"agents_unavailable"`, "not enough idle agents"}},
+		{"no agent with the labels", "POST", runs, `{"agent_labels":{"zone":"us"}}`, 409, []string{`"agents_unavailable"`}},
+	})
+	if n := count(t, st, "SELECT count(*) FROM runs"); n != 0 {
+		t.Fatalf("%d runs created by refused starts", n)
+	}
+
+	status, got := a.do("POST", runs, `{"agent_labels":{"zone":"eu"}}`)
+	if status != 201 {
+		t.Fatalf("start: %d %v", status, got)
+	}
+	id := int64(got["id"].(float64))
+	<-fc.handed
+	fc.mu.Lock()
+	if fc.spec.Run != id || len(fc.spec.Agents) != 2 || fc.spec.Plan == nil || fc.spec.Plan.Plan.Name != "api test" {
+		t.Errorf("RunSpec: run %d, %d agents, plan %v", fc.spec.Run, len(fc.spec.Agents), fc.spec.Plan)
+	}
+	fc.mu.Unlock()
+	if status, m := a.do("POST", fmt.Sprintf("/api/runs/%d/control", id), `{"vus":3}`); status != 409 || errCode(m) != "control_unsupported" {
+		t.Errorf("control: %d %v", status, m)
+	}
+	if status, m := a.do("POST", runs, `{"agents":1}`); status != 409 || errCode(m) != "run_in_progress" {
+		t.Errorf("second start: %d %v", status, m)
+	}
+	if status, m := a.do("POST", fmt.Sprintf("/api/runs/%d/stop", id), ""); status != 202 {
+		t.Fatalf("stop: %d %v", status, m)
+	}
+	<-fc.stopped
+	<-s.rn.Done(id)
+
+	_, run := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
+	if run["status"] != "stopped" || run["agents"] != 2.0 || run["degraded"] != true || run["requests"] != 250.0 {
+		t.Errorf("run: %v", run)
+	}
+	_, list := a.do("GET", "/api/runs", "")
+	if it := list["items"].([]any)[0].(map[string]any); it["agents"] != 2.0 || it["degraded"] != true {
+		t.Errorf("listed: %v", it)
+	}
+	stored, err := st.Samples(t.Context(), id)
+	if err != nil || len(stored) != 3 {
+		t.Fatalf("%d merged seconds stored (%v), want 3", len(stored), err)
+	}
+	third := stored[2].Data
+	var smp metrics.Sample
+	if err := json.Unmarshal(third, &smp); err != nil || smp.MissingShare != 0.5 || fmt.Sprint(smp.MissingAgents) != "[gen-b]" || len(smp.Agents) != 1 {
+		t.Errorf("stored second 3: %s (%v)", third, err)
+	}
+
+	_, ag := a.do("GET", fmt.Sprintf("/api/runs/%d/agents", id), "")
+	var rows []string
+	for _, r := range ag["seconds"].([]any) {
+		r := r.(map[string]any)
+		smp := r["sample"].(map[string]any)
+		if _, ok := smp["hist"]; ok {
+			t.Errorf("agent second stored with its histogram: %v", smp)
+		}
+		rows = append(rows, fmt.Sprintf("%v/%v/%v", r["second"], r["agent"], smp["client"].(map[string]any)["cpu_percent"]))
+	}
+	if want := "[1/gen-a/10 1/gen-b/20 2/gen-a/10 2/gen-b/20 3/gen-a/10]"; fmt.Sprint(rows) != want || ag["next_from"] != nil {
+		t.Errorf("agent seconds %v next %v, want %s (the replayed second stored once, its first copy)", rows, ag["next_from"], want)
+	}
+	runCases(t, a, []apiCase{
+		{"agents page from 3", "GET", fmt.Sprintf("/api/runs/%d/agents?from=3", id), "", 200, []string{`"second":3`, `"next_from":null`}},
+		{"bad limit", "GET", fmt.Sprintf("/api/runs/%d/agents?limit=5", id), "", 400, []string{"limit must be an integer from 1000 to 10000"}},
+		{"missing run", "GET", "/api/runs/999/agents", "", 404, []string{`"not_found"`}},
+		{"delete", "DELETE", fmt.Sprintf("/api/runs/%d", id), "", 204, nil},
+	})
+	if n := count(t, st, "SELECT count(*) FROM run_agent_seconds"); n != 0 {
+		t.Errorf("%d agent seconds left after the run was deleted", n)
+	}
+}
+
+// Without an agents listener a run over agents is a 409 agents_listener_off; an empty object is
+// the local run as before.
+func TestRunOverAgentsWithoutListener(t *testing.T) {
+	s := newStack(t, stackConfig{})
+	planID := mustPlanID(t, s.st, "local")
+	runs := fmt.Sprintf("/api/plans/%d/runs", planID)
+	runCases(t, s.app, []apiCase{
+		{"agents", "POST", runs, `{"agents":1}`, 409, []string{`"agents_listener_off"`, "--agents-listen"}},
+		{"labels", "POST", runs, `{"agent_labels":{"zone":"eu"}}`, 409, []string{`"agents_listener_off"`}},
+	})
+	status, got := s.do("POST", runs, `{}`)
+	if status != 201 || got["agents"] != 0.0 || got["degraded"] != false {
+		t.Fatalf("local start: %d %v", status, got)
+	}
+	id := int64(got["id"].(float64))
+	if err := s.rn.Stop(id); err != nil {
+		t.Fatal(err)
+	}
+	<-s.rn.Done(id)
+}
+
+// count runs a counting query on the stack's SQLite file.
+func count(t *testing.T, st *store.Store, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := st.DB().Raw(query, args...).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+)
+
+// fakeDrive hands seconds 1..n to onSample (the 2nd with its share of agent "b" missing), then
+// waits for ctx when hold is set, and returns a summary of two agents. ctxDone is closed when
+// its ctx was cancelled.
+type fakeDrive struct {
+	n       int
+	hold    bool
+	handed  chan struct{} // closed once the n seconds are handed over
+	ctxDone chan struct{}
+	gotID   int64
+}
+
+func newFakeDrive(n int, hold bool) *fakeDrive {
+	return &fakeDrive{n: n, hold: hold, handed: make(chan struct{}), ctxDone: make(chan struct{})}
+}
+
+func (d *fakeDrive) drive(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
+	d.gotID = id
+	for s := 1; s <= d.n; s++ {
+		smp := metrics.Sample{ElapsedS: s, IntervalS: 1, Requests: 10}
+		if s == 2 {
+			smp.MissingShare, smp.MissingAgents = 0.5, []string{"b"}
+		}
+		onSample(smp)
+	}
+	close(d.handed)
+	if d.hold {
+		<-ctx.Done()
+		close(d.ctxDone)
+	}
+	return &metrics.Summary{Requests: int64(10 * d.n), Agents: 2, Degraded: true, LostAgents: []string{"b"}}, nil
+}
+
+// A driven run's sinks get Start before StartDriven returns, then drive's seconds in order and its
+// summary; the runner is busy meanwhile, and Control answers ErrNotDriven.
+func TestStartDrivenSinksGetDrivesSecondsAndSummary(t *testing.T) {
+	a, b := newRecSink(0), newRecSink(0)
+	rn := New(quiet(), a, b)
+	d := newFakeDrive(3, true)
+	id, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 11, nil }, d.drive)
+	if err != nil || id != 11 {
+		t.Fatal(id, err)
+	}
+	a.mu.Lock()
+	if a.startID != 11 {
+		t.Errorf("sink Start(%d) when StartDriven returned", a.startID)
+	}
+	a.mu.Unlock()
+	if _, err := rn.Start(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 12, nil }); !isBusy(err, 11) {
+		t.Errorf("Start during a driven run: %v", err)
+	}
+	vus := 3
+	if _, err := rn.Control(11, Change{VUs: &vus}, nil); !errors.Is(err, ErrNotDriven) {
+		t.Errorf("Control of a driven run: %v, want ErrNotDriven", err)
+	}
+	<-d.handed
+	if err := rn.Stop(11); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.ctxDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not cancel the drive's ctx")
+	}
+	<-rn.Done(11)
+	for i, s := range []*recSink{a, b} {
+		<-s.finished
+		s.mu.Lock()
+		if s.early || !slices.Equal(s.seconds, []int{1, 2, 3}) || s.status != StatusStopped || s.sum == nil || s.sum.Agents != 2 || !s.sum.Degraded {
+			t.Errorf("sink %d: early %v, seconds %v, status %q, summary %+v", i, s.early, s.seconds, s.status, s.sum)
+		}
+		s.mu.Unlock()
+	}
+	if d.gotID != 11 {
+		t.Errorf("drive got run id %d", d.gotID)
+	}
+	if _, ok := rn.Active(); ok {
+		t.Error("run still active after Done")
+	}
+	// Free again, and a run that drive ends by itself is finished.
+	d2 := newFakeDrive(1, false)
+	if _, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 13, nil }, d2.drive); err != nil {
+		t.Fatal(err)
+	}
+	<-rn.Done(13)
+	if a.status != StatusFinished {
+		t.Errorf("status %q, want finished", a.status)
+	}
+}
+
+// Fail ends a driven run as failed with its error (the drive's ctx cancelled), a drive's error
+// fails it too, and a panic in the drive fails it instead of killing the process.
+func TestStartDrivenFailErrorAndPanic(t *testing.T) {
+	sink := &failSink{finished: make(chan struct{})}
+	rn := New(quiet(), sink)
+	d := newFakeDrive(2, true)
+	if _, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 21, nil }, d.drive); err != nil {
+		t.Fatal(err)
+	}
+	<-d.handed
+	boom := errors.New("cannot store")
+	if err := rn.Fail(21, boom); err != nil {
+		t.Fatal(err)
+	}
+	<-d.ctxDone
+	<-rn.Done(21)
+	<-sink.finished
+	sink.mu.Lock()
+	want := []string{"sample", "sample", "failing: cannot store", "finish: failed"}
+	if sink.status != StatusFailed || !errors.Is(sink.err, boom) || !slices.Equal(sink.events, want) {
+		t.Errorf("after Fail: status %q, err %v, events %q; want %q", sink.status, sink.err, sink.events, want)
+	}
+	sink.mu.Unlock()
+
+	for i, drive := range []Drive{
+		func(context.Context, int64, func(metrics.Sample)) (*metrics.Summary, error) {
+			return nil, errors.New("agent gen-a refused: target not allowed")
+		},
+		func(context.Context, int64, func(metrics.Sample)) (*metrics.Summary, error) { panic("drive bug") },
+	} {
+		rec := newRecSink(0)
+		rn := New(quiet(), rec)
+		id := int64(30 + i)
+		if _, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return id, nil }, drive); err != nil {
+			t.Fatal(err)
+		}
+		<-rn.Done(id)
+		if rec.status != StatusFailed || rec.sum != nil {
+			t.Errorf("drive %d: status %q, summary %v; want failed with none", i, rec.status, rec.sum)
+		}
+	}
+	if _, err := rn.StartDriven(nil, func(time.Time) (int64, error) { return 1, nil }, d.drive); err == nil {
+		t.Error("StartDriven without a plan started")
+	}
+}
+
+// Shutdown stops a driven run (its drive's ctx) and waits for its summary to be recorded.
+func TestShutdownStopsADrivenRun(t *testing.T) {
+	rec := newRecSink(0)
+	rn := New(quiet(), rec)
+	d := newFakeDrive(1, true)
+	if _, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return 41, nil }, d.drive); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rn.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rec.finished:
+	default:
+		t.Fatal("Shutdown returned before the sink had the summary")
+	}
+	if rec.status != StatusStopped || rec.sum == nil || rec.sum.Agents != 2 {
+		t.Errorf("status %q, summary %+v", rec.status, rec.sum)
+	}
+}
+
+func isBusy(err error, id int64) bool {
+	var b *BusyError
+	return errors.As(err, &b) && b.RunID == id
+}
