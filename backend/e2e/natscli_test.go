@@ -111,13 +111,6 @@ func writePlan(t *testing.T, url string, load map[string]any) string {
 	return path
 }
 
-// coordinatorPending reports the placeholder coordinator of the shared shapes (cluster/run.go
-// before runs over agents are merged): the run part of a test cannot happen yet.
-// TODO(issue 14): remove once cluster.Coordinator.Run and Registry.Pick are built.
-func coordinatorPending(log string) bool {
-	return strings.Contains(log, "runs over agents are not built yet") || strings.Contains(log, "cluster: not enough idle agents\n")
-}
-
 // volley run --agents N waits for N agents and, when they do not all come within --agents-wait,
 // exits 3 naming how many came and which; flags that need --agents are refused (exit 2).
 func TestRunAgentsWaitsBounded(t *testing.T) {
@@ -168,9 +161,6 @@ func TestRunOverAgents(t *testing.T) {
 	}
 	code := waitExit(t, run, 90*time.Second)
 	out := tail(run.log, 1<<20)
-	if coordinatorPending(out) {
-		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes; the waiting worked:\n" + tail(run.log, 600))
-	}
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, tail(run.log, 3000))
 	}
@@ -307,9 +297,6 @@ func TestRunOverExternalNATS(t *testing.T) {
 	startProc(t, "agent-1", volleyBin, "agent", "--nats", url, "--nkey", seeds["agent-1"], "--id", "agent-1")
 	waitLog(t, run, regexp.MustCompile(`agent agent-1 is ready \(1 of 1\)`), 30*time.Second)
 	code := waitExit(t, run, 90*time.Second)
-	if coordinatorPending(tail(run.log, 1<<20)) {
-		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes; the waiting worked")
-	}
 	if code != 0 || hits.Load() != 10 {
 		t.Fatalf("exit %d, target got %d requests (want 0, 10):\n%s", code, hits.Load(), tail(run.log, 3000))
 	}
@@ -327,9 +314,6 @@ func TestRunOverAgentsLosesOne(t *testing.T) {
 		agents[id] = startProc(t, "agent-"+id, volleyBin, "agent", "--nats", m[2], "--token", m[1], "--id", id)
 	}
 	waitLog(t, run, regexp.MustCompile(`running over 2 agents|not built yet|not enough idle agents`), 60*time.Second)
-	if coordinatorPending(tail(run.log, 1<<20)) {
-		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes")
-	}
 	waitLog(t, run, regexp.MustCompile(`(?m)^\s*2s/`), 30*time.Second) // the run's second progress line
 	agents["gen-2"].kill(t)
 	if code := waitExit(t, run, 90*time.Second); code != 5 {
@@ -358,9 +342,6 @@ func TestRunOverExternalNATSCluster(t *testing.T) {
 		startProc(t, id, volleyBin, "agent", "--nats", urls[i], "--nkey", seeds[id], "--id", id)
 	}
 	code := waitExit(t, run, 90*time.Second)
-	if coordinatorPending(tail(run.log, 1<<20)) {
-		t.Skip("cluster.Coordinator is still the placeholder of the shared shapes")
-	}
 	if code != 0 || hits.Load() != 20 || !strings.Contains(tail(run.log, 1<<20), "running over 2 agents: agent-1, agent-2") {
 		t.Fatalf("exit %d, target got %d requests (want 0, 20):\n%s", code, hits.Load(), tail(run.log, 3000))
 	}
