@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/monitor"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 func TestLoopbackAddr(t *testing.T) {
@@ -228,4 +230,62 @@ func childOf(t *testing.T, pid int) string {
 		t.Fatalf("children of %d: %q", pid, b)
 	}
 	return f[0]
+}
+
+// TestMonitorTokenFromPlan: a plan's process monitor with token {{secret.MON_TOKEN}} scrapes a
+// `volley monitor --token` (its server, in-process, on loopback) with the secret's value; with a
+// wrong token or none its series are gaps and its error names the 401.
+func TestMonitorTokenFromPlan(t *testing.T) {
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skip("no /proc/self/comm")
+	}
+	self := strings.TrimSpace(string(comm))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveMonitor(ctx, ln, []string{self}, "0123456789abcdef-token") }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	p, err := plan.Parse(fmt.Appendf(nil, `{"name":"mon","requests":[{"url":"http://127.0.0.1:1/"}],"load":{"vus":1,"duration":"1s"},
+		"monitors":[{"type":"process","url":"http://%s/metrics","interval":"500ms","token":"{{secret.MON_TOKEN}}"}]}`, ln.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := p.SecretNames(); len(names) != 1 || names[0] != "MON_TOKEN" {
+		t.Fatalf("secret names %v", names)
+	}
+	rss := p.Monitors[0].Name + "/rss_bytes/" + self
+	// scrape runs the monitors with the given secrets until the RSS series or an error shows.
+	scrape := func(secrets plan.SecretValues) (map[string]float64, []metrics.MonitorError) {
+		s := monitor.Start(p.Monitors, secrets, nil)
+		defer s.Stop()
+		var errs []metrics.MonitorError
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			vals, e := s.Read(time.Now())
+			errs = append(errs, e...)
+			if vals[rss] > 0 || len(errs) > 0 {
+				return vals, errs
+			}
+		}
+		t.Fatal("no value and no error in 10s")
+		return nil, nil
+	}
+	if vals, errs := scrape(plan.SecretValues{"MON_TOKEN": "0123456789abcdef-token"}); len(errs) > 0 || vals[rss] <= 0 {
+		t.Errorf("right token: values %v, errors %v", vals, errs)
+	}
+	for secret, want := range map[string]string{"wrong-token-0123456789": "HTTP 401: the endpoint refused the monitor's token", "": "HTTP 401: the endpoint wants a token"} {
+		secrets := plan.SecretValues{"MON_TOKEN": secret}
+		vals, errs := scrape(secrets)
+		if len(vals) > 0 || len(errs) != 1 || !strings.HasPrefix(errs[0].Message, want) {
+			t.Errorf("token %q: values %v, errors %v; want the error %q", secret, vals, errs, want)
+		}
+	}
 }

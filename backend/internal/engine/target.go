@@ -26,7 +26,7 @@ type serverSecond struct {
 
 // startTarget starts the plan's monitors with the run, through the engine's target policy.
 func startTarget(e *Engine) targetSide {
-	t := targetSide{set: monitor.Start(e.p.Monitors, e.policy)}
+	t := targetSide{set: monitor.Start(e.p.Monitors, e.p.Secrets, e.policy)}
 	t.server, t.node = metrics.ServerMonitor(t.set.Monitors())
 	return t
 }

@@ -89,6 +89,7 @@ type stat struct {
 // mon is one monitor: its scraper's goroutine writes latest/err under mu, Read reads them.
 type mon struct {
 	spec   plan.Monitor
+	auth   string // "Bearer <token>" (plan.Monitor.Token resolved); "" none
 	client *http.Client
 	fresh  time.Duration // a value older than this at Read is a gap
 
@@ -111,13 +112,19 @@ type value struct {
 }
 
 // Start starts one scraper per monitor (specs as plan.Parse filled them: names, intervals and
-// timeouts set). Every connection is judged by pol (nil: netpolicy.Default). It returns nil for
-// no monitors.
-func Start(specs []plan.Monitor, pol *netpolicy.Policy) *Set {
+// timeouts set). A monitor's token reference is resolved in secrets (the plan's Secrets) and sent
+// as "Authorization: Bearer <value>". Every connection is judged by pol (nil:
+// netpolicy.Default). It returns nil for no monitors.
+func Start(specs []plan.Monitor, secrets plan.SecretValues, pol *netpolicy.Policy) *Set {
 	if len(specs) == 0 {
 		return nil
 	}
 	s := newSet(specs, pol)
+	for _, m := range s.mons {
+		if tok := m.spec.BearerToken(secrets); tok != "" {
+			m.auth = "Bearer " + tok
+		}
+	}
 	for _, m := range s.mons {
 		s.wg.Add(1)
 		go func() {
@@ -228,12 +235,22 @@ func (m *mon) scrape(ctx context.Context) ([]value, error) {
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1")
 	req.Header.Set("User-Agent", "volley-monitor")
+	if m.auth != "" {
+		req.Header.Set("Authorization", m.auth)
+	}
 	resp, err := m.client.Do(req)
 	if err != nil {
 		return nil, describe(err, timeout)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if m.auth == "" {
+			return nil, fmt.Errorf("HTTP %d: the endpoint wants a token (give the monitor a token, {{secret.NAME}})", resp.StatusCode)
+		}
+		return nil, fmt.Errorf("HTTP %d: the endpoint refused the monitor's token", resp.StatusCode)
+	default:
 		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	m.buf.Reset()

@@ -199,7 +199,7 @@ func TestStartStop(t *testing.T) {
 	})
 	sp := spec("node", tg.URL)
 	sp.Interval = plan.Duration(50 * time.Millisecond)
-	s := Start([]plan.Monitor{sp}, nil)
+	s := Start([]plan.Monitor{sp}, nil, nil)
 	// Until a rate is there: two scrapes in a row succeeded (a busy machine may time one out).
 	hasRate := func() bool {
 		m := s.mons[0]
@@ -237,7 +237,7 @@ func TestStartStop(t *testing.T) {
 	sp = spec("node", hang.URL)
 	sp.Timeout = plan.Duration(time.Minute)
 	sp.Interval = sp.Timeout
-	s = Start([]plan.Monitor{sp}, nil)
+	s = Start([]plan.Monitor{sp}, nil, nil)
 	for hang.Requests() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -246,7 +246,7 @@ func TestStartStop(t *testing.T) {
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Errorf("Stop waited %v for a hanging scrape", d)
 	}
-	if Start(nil, nil) != nil {
+	if Start(nil, nil, nil) != nil {
 		t.Error("a set without monitors")
 	}
 }

@@ -19,6 +19,11 @@ import (
 //
 // Name defaults to "<type>-<index>" (index in the plan's list); Interval to 1s (bounds
 // MinMonitorInterval–MaxMonitorInterval) and Timeout to 800ms (at most the interval).
+//
+// Token, when set, is sent as "Authorization: Bearer <value>" with every scrape (the token a
+// `volley monitor --token` beyond loopback requires). It must be a secret reference,
+// "{{secret.NAME}}", resolved from the run's secrets like a request header's, so that the plan
+// (and a run's snapshot of it) never holds the token itself.
 type Monitor struct {
 	Name     string            `json:"name,omitempty"`
 	Type     string            `json:"type"`
@@ -27,6 +32,7 @@ type Monitor struct {
 	Timeout  Duration          `json:"timeout,omitempty"`
 	Metric   string            `json:"metric,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	Token    string            `json:"token,omitempty"`
 }
 
 // Monitor types, defaults and bounds.
@@ -41,6 +47,7 @@ const (
 	MaxMonitorInterval     = time.Minute
 	MinMonitorTimeout      = 10 * time.Millisecond
 	MaxMonitors            = 8
+	MaxMonitorToken        = 100 // bytes of a monitor's token reference ({{secret.NAME}})
 )
 
 // MonitorTypes lists the monitor types.
@@ -93,6 +100,9 @@ func (p *Plan) validateMonitors(v *ValidationError) {
 		}
 		if m.Timeout.D() < MinMonitorTimeout || m.Timeout > m.Interval {
 			v.add(f+"timeout", monitorRange["timeout"])
+		}
+		if msg := checkMonitorToken(m.Token); msg != "" {
+			v.add(f+"token", msg)
 		}
 		if m.Type == MonitorCustom {
 			if !metricName.MatchString(m.Metric) {
@@ -156,6 +166,42 @@ func checkMonitorURL(raw string) string {
 		return "must not hold {{variables}}"
 	}
 	return ""
+}
+
+// checkMonitorToken accepts no token or exactly one secret reference, {{secret.NAME}}, of at
+// most MaxMonitorToken bytes.
+func checkMonitorToken(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	const want = "must be a secret reference, {{secret.NAME}} (store the token as a secret: it is sent as Authorization: Bearer <value>)"
+	if len(tok) > MaxMonitorToken {
+		return fmt.Sprintf("%d bytes, over %d: %s", len(tok), MaxMonitorToken, want)
+	}
+	if _, ok := monitorTokenSecret(tok); !ok {
+		return want
+	}
+	return ""
+}
+
+// monitorTokenSecret is the secret name of a token "{{secret.NAME}}" (spaces allowed inside the
+// braces, as in templates), and whether tok is one.
+func monitorTokenSecret(tok string) (string, bool) {
+	parts, err := ParseTemplate(tok)
+	if err != nil || len(parts) != 1 || !isSecretRef(parts[0].Var) {
+		return "", false
+	}
+	return strings.TrimPrefix(parts[0].Var, SecretPrefix), true
+}
+
+// BearerToken is the value m.Token refers to in secrets ("" without a token or a value;
+// CheckSecrets reports a missing one before a run).
+func (m *Monitor) BearerToken(secrets SecretValues) string {
+	name, ok := monitorTokenSecret(m.Token)
+	if !ok {
+		return ""
+	}
+	return secrets[name]
 }
 
 // checkMonitorTargets judges each monitor URL's host by the server's target policy

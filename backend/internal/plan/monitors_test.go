@@ -77,3 +77,41 @@ func TestMonitorRanges(t *testing.T) {
 		t.Error("durationOverflows")
 	}
 }
+
+// A monitor's token is a secret reference only: listed among the plan's secrets, checked for a
+// value like any other, resolved by BearerToken; a token in clear or too long is named.
+func TestMonitorToken(t *testing.T) {
+	const head = `{"name":"m","requests":[{"url":"http://127.0.0.1:8080/"}],"load":{"vus":1,"duration":"1s"},`
+	p, err := Parse([]byte(head + `"monitors":[{"type":"process","url":"http://10.0.0.5:9256/metrics","token":"{{ secret.MON_TOKEN }}"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs := p.SecretRefs(); len(refs) != 1 || refs[0] != (SecretRef{Name: "MON_TOKEN", Field: "monitors[0].token"}) {
+		t.Errorf("refs %+v", refs)
+	}
+	var v *ValidationError
+	if err := p.CheckSecrets("the store"); !errors.As(err, &v) || !strings.Contains(v.Fields["monitors[0].token"], `no secret "MON_TOKEN"`) {
+		t.Errorf("missing secret: %v", err)
+	}
+	p.Secrets = SecretValues{"MON_TOKEN": "line\nbreak"}
+	if err := p.CheckSecrets("the store"); !errors.As(err, &v) || !strings.Contains(v.Fields["monitors[0].token"], "control character") {
+		t.Errorf("control character: %v", err)
+	}
+	p.Secrets = SecretValues{"MON_TOKEN": "0123456789abcdef"}
+	if err := p.CheckSecrets("the store"); err != nil || p.Monitors[0].BearerToken(p.Secrets) != "0123456789abcdef" {
+		t.Errorf("%v, token %q", err, p.Monitors[0].BearerToken(p.Secrets))
+	}
+	if got := (&Monitor{}).BearerToken(p.Secrets); got != "" {
+		t.Errorf("no token: %q", got)
+	}
+	_, err = Parse([]byte(head + `"monitors":[{"type":"node","url":"http://a/","token":"0123456789abcdef"},
+		{"type":"node","url":"http://b/","token":"Bearer {{secret.X}}"},{"type":"node","url":"http://c/","token":"{{secret.` + strings.Repeat("X", 95) + `}}"}]}`))
+	if !errors.As(err, &v) {
+		t.Fatalf("%v", err)
+	}
+	for i, want := range []string{"must be a secret reference, {{secret.NAME}}", "must be a secret reference", "106 bytes, over 100: must be a secret reference"} {
+		if f := "monitors[" + string(rune('0'+i)) + "].token"; !strings.HasPrefix(v.Fields[f], want) {
+			t.Errorf("%s: %q, want %q", f, v.Fields[f], want)
+		}
+	}
+}

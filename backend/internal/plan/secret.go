@@ -154,7 +154,7 @@ type SecretRef struct {
 }
 
 // SecretRefs lists every {{secret.NAME}} of the plan's URLs, header values and bodies, in
-// request order (URL, headers by name, body). Templates that do not parse are skipped (Validate
+// request order (URL, headers by name, body), then of its monitors' tokens. Templates that do not parse are skipped (Validate
 // reports them).
 func (p *Plan) SecretRefs() []SecretRef {
 	var out []SecretRef
@@ -179,6 +179,11 @@ func (p *Plan) SecretRefs() []SecretRef {
 		add("body", "", r.Body)
 		for _, t := range wsTemplates(r) {
 			add(t[0], "", t[1])
+		}
+	}
+	for i := range p.Monitors {
+		if name, ok := monitorTokenSecret(p.Monitors[i].Token); ok {
+			out = append(out, SecretRef{Name: name, Field: "monitors[" + strconv.Itoa(i) + "].token"})
 		}
 	}
 	return out

@@ -435,6 +435,7 @@ export type Monitor = {
   timeout?: string;
   metric?: string;
   labels?: Record<string, string>;
+  token?: string;
 };
 
 /** The JSON of Go's metrics.Latency. */

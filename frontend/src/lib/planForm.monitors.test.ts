@@ -43,6 +43,17 @@ describe('monitors ⇄ plan JSON', () => {
     expect(formToPlan(form).monitors).toEqual([{ type: 'custom', url: 'http://127.0.0.1:9100/metrics', metric: 'x', labels: { a: 'b' } }]);
   });
 
+  it('edits a monitor token (a secret reference) for every type; blank means none', () => {
+    const spec = { ...base, monitors: [{ type: 'process', url: 'http://10.0.0.5:9256/metrics', token: '{{secret.MON_TOKEN}}' }] } as unknown as Loose<PlanSpec>;
+    const form = planToForm(spec);
+    expect(form.monitors[0].token).toBe('{{secret.MON_TOKEN}}');
+    expect(form.monitors[0].extra).toEqual({});
+    expect(formToPlan(form)).toEqual(spec);
+    form.monitors[0].token = '  ';
+    expect(formToPlan(form).monitors).toEqual([{ type: 'process', url: 'http://10.0.0.5:9256/metrics' }]);
+    expect(formSlots(form)).toContain('monitors[0].token');
+  });
+
   it('keeps monitors that are not a list, and labels that are not an object, as they were', () => {
     const spec = { ...base, monitors: 'oops' } as unknown as Loose<PlanSpec>;
     expect(formToPlan(planToForm(spec)).monitors).toBe('oops');

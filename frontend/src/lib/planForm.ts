@@ -200,15 +200,17 @@ export interface MonitorRow {
   metric: string;
   /** The label matchers as "k=v,k=v". */
   labels: string;
+  /** The bearer token's secret reference ("{{secret.MON_TOKEN}}"); '' = none. */
+  token: string;
   /** Monitor keys the row does not edit, sent back as they were. */
   extra: Record<string, unknown>;
 }
 
 export function emptyMonitor(): MonitorRow {
-  return { name: '', type: 'node', url: 'http://127.0.0.1:9100/metrics', interval: '', timeout: '', metric: '', labels: '', extra: {} };
+  return { name: '', type: 'node', url: 'http://127.0.0.1:9100/metrics', interval: '', timeout: '', metric: '', labels: '', token: '', extra: {} };
 }
 
-const MONITOR_KEYS = ['name', 'type', 'url', 'interval', 'timeout', 'metric', 'labels'];
+const MONITOR_KEYS = ['name', 'type', 'url', 'interval', 'timeout', 'metric', 'labels', 'token'];
 
 /** labelsText writes a monitor's labels as "k=v,k=v" (in the object's order). */
 export function labelsText(labels: unknown): string {
@@ -243,7 +245,7 @@ function monitorToRow(m: unknown): MonitorRow {
   const extra = omit(o, MONITOR_KEYS);
   // Labels the row cannot show (not an object) are kept as they were.
   if (o.labels !== undefined && !isObject(o.labels)) extra.labels = o.labels;
-  return { name: str(o.name), type: str(o.type), url: str(o.url), interval: str(o.interval), timeout: str(o.timeout), metric: str(o.metric), labels: labelsText(o.labels), extra };
+  return { name: str(o.name), type: str(o.type), url: str(o.url), interval: str(o.interval), timeout: str(o.timeout), metric: str(o.metric), labels: labelsText(o.labels), token: str(o.token), extra };
 }
 
 function rowToMonitor(r: MonitorRow): Record<string, unknown> {
@@ -257,6 +259,7 @@ function rowToMonitor(r: MonitorRow): Record<string, unknown> {
     setIf(out, 'metric', r.metric.trim());
     setIf(out, 'labels', parseLabels(r.labels));
   }
+  setIf(out, 'token', r.token.trim());
   return withExtra(out, r.extra);
 }
 
@@ -1050,7 +1053,7 @@ export function formSlots(form: PlanForm): string[] {
   slots.push('monitors');
   form.monitors.forEach((m, i) => {
     const q = `monitors[${i}]`;
-    slots.push(q, `${q}.name`, `${q}.type`, `${q}.url`, `${q}.interval`, `${q}.timeout`);
+    slots.push(q, `${q}.name`, `${q}.type`, `${q}.url`, `${q}.interval`, `${q}.timeout`, `${q}.token`);
     if (m.type === 'custom') slots.push(`${q}.metric`, `${q}.labels`);
   });
   return slots;

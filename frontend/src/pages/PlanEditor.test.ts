@@ -79,7 +79,7 @@ describe('PlanEditor', () => {
   it('adds, edits and removes monitors, sends them and shows their errors by path', async () => {
     const f = mockFetch(() => ({
       status: 400,
-      body: { error: { code: 'invalid_plan', message: 'the plan has 2 problems', fields: { 'monitors[1].url': 'must be an http:// or https:// URL', 'monitors[1].metric': 'needs a metric' } } },
+      body: { error: { code: 'invalid_plan', message: 'the plan has 2 problems', fields: { 'monitors[1].url': 'must be an http:// or https:// URL', 'monitors[1].metric': 'needs a metric', 'monitors[0].token': 'must be a secret reference' } } },
     }));
     const { container } = render(PlanEditor);
     await fireEvent.input(screen.getByLabelText('Name'), { target: { value: 'm' } });
@@ -90,15 +90,17 @@ describe('PlanEditor', () => {
     await fireEvent.change(container.querySelector('#mon-1-type')!, { target: { value: 'custom' } });
     await fireEvent.input(container.querySelector('#mon-1-url')!, { target: { value: 'ftp://x' } });
     await fireEvent.input(container.querySelector('#mon-1-labels')!, { target: { value: 'job=nginx' } });
+    await fireEvent.input(container.querySelector('#mon-0-token')!, { target: { value: 'cleartext' } });
     await fireEvent.click(container.querySelector('[data-testid=save-plan]')!);
 
     await waitFor(() => expect(container.querySelector('[data-field-error="monitors[1].url"]')).not.toBeNull());
     expect(container.querySelector('#mon-1-url')!.closest('.field')!.querySelector('[data-field-error="monitors[1].url"]')).not.toBeNull();
     expect(container.querySelector('#mon-1-metric')!.closest('.field')!.querySelector('[data-field-error="monitors[1].metric"]')).not.toBeNull();
+    expect(container.querySelector('#mon-0-token')!.closest('.field')!.querySelector('[data-field-error="monitors[0].token"]')).not.toBeNull();
     expect(container.querySelector('[data-testid=form-error-unmatched]')).toBeNull();
     const sent = JSON.parse((f.mock.calls[0] as unknown as [string, RequestInit])[1].body as string);
     expect(sent.monitors).toEqual([
-      { type: 'node', url: 'http://127.0.0.1:9100/metrics' },
+      { type: 'node', url: 'http://127.0.0.1:9100/metrics', token: 'cleartext' },
       { type: 'custom', url: 'ftp://x', labels: { job: 'nginx' } },
     ]);
   });

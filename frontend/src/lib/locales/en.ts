@@ -284,6 +284,8 @@ export const en = {
   'editor.monitorMetric': 'Metric',
   'editor.monitorLabels': 'Labels',
   'editor.monitorLabelsHint': 'Series to keep, as name=value,name=value',
+  'editor.monitorToken': 'Token',
+  'editor.monitorTokenHint': 'Sent as Authorization: Bearer; a stored secret, {{secret.NAME}} (volley monitor --token)',
   'editor.addMonitor': '+ Add monitor',
   'editor.addRequest': '+ Add request',
   'editor.load': 'Load',

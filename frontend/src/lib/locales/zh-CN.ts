@@ -282,6 +282,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'editor.monitorMetric': '指标',
   'editor.monitorLabels': '标签',
   'editor.monitorLabelsHint': '要保留的序列，格式 name=value,name=value',
+  'editor.monitorToken': '令牌',
+  'editor.monitorTokenHint': '以 Authorization: Bearer 发送；须为已保存的密钥 {{secret.NAME}}（volley monitor --token）',
   'editor.addMonitor': '+ 添加监控',
   'editor.addRequest': '+ 添加请求',
   'editor.load': '负载',
