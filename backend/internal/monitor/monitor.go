@@ -18,6 +18,12 @@
 //     (node_load1); net_in_bytes_per_s and net_out_bytes_per_s (rates of
 //     node_network_{receive,transmit}_bytes_total summed over devices but "lo"); tcp_conns
 //     (node_netstat_Tcp_CurrEstab).
+//     The same series from a windows_exporter, told by windows_cpu_time_total: cpu_percent from
+//     it (idle mode only; cores labelled "group,number" as its core label), memory_used_bytes =
+//     windows_cs_physical_memory_bytes − windows_os_physical_memory_free_bytes (or the memory
+//     collector's windows_memory_physical_{total,free}_bytes), net rates of
+//     windows_net_bytes_{received,sent}_total over all NICs, tcp_conns = the sum of
+//     windows_tcp_connections_established (ipv4 + ipv6); no load1 (Windows has no load average).
 //   - process (`volley monitor`): cpu_percent/<process> (rate of volley_process_cpu_seconds_total
 //     × 100: of one core, 200 = two cores busy) and rss_bytes/<process>
 //     (volley_process_resident_memory_bytes).
@@ -38,6 +44,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -369,22 +376,82 @@ func single(fams map[string]*dto.MetricFamily, name string) (float64, bool) {
 	return sampleValue(f, f.GetMetric()[0]), true
 }
 
-func (d *deriver) node(fams map[string]*dto.MetricFamily) error {
-	cpu := fams["node_cpu_seconds_total"]
-	if cpu == nil {
-		return errors.New("not a node_exporter endpoint: no node_cpu_seconds_total")
+// hostExporter names the metrics a node preset reads from one kind of exporter.
+type hostExporter struct {
+	cpu, core string   // the CPU seconds counter and its core label
+	idle      []string // its modes that are not busy
+	memTotal  []string // total memory, the first present of these
+	memFree   []string // free (available) memory, the first present of these
+	load      string   // the 1-minute load average; "" none
+	netIn     string
+	netOut    string
+	dev, lo   string // the network counters' device label and the device left out
+	tcp       string // established TCP connections (summed over its series)
+}
+
+// The exporters a node monitor reads, told apart by their CPU counter.
+var hostExporters = []hostExporter{
+	{ // node_exporter (Linux and other Unix)
+		cpu: "node_cpu_seconds_total", core: "cpu", idle: []string{"idle", "iowait"},
+		memTotal: []string{"node_memory_MemTotal_bytes"}, memFree: []string{"node_memory_MemAvailable_bytes"},
+		load:  "node_load1",
+		netIn: "node_network_receive_bytes_total", netOut: "node_network_transmit_bytes_total", dev: "device", lo: "lo",
+		tcp: "node_netstat_Tcp_CurrEstab",
+	},
+	{ // windows_exporter: no load average on Windows; memory from the cs/os collectors (before
+		// 0.30) or the memory collector (0.30 on); its network collector lists no loopback.
+		cpu: "windows_cpu_time_total", core: "core", idle: []string{"idle"},
+		memTotal: []string{"windows_cs_physical_memory_bytes", "windows_memory_physical_total_bytes"},
+		memFree:  []string{"windows_os_physical_memory_free_bytes", "windows_memory_physical_free_bytes"},
+		netIn:    "windows_net_bytes_received_total", netOut: "windows_net_bytes_sent_total", dev: "nic",
+		tcp: "windows_tcp_connections_established",
+	},
+}
+
+// coreLess orders core labels numerically: node_exporter's "0", "1", …, windows_exporter's
+// "group,number" ("0,2" before "0,10"); others by text.
+func coreLess(a, b string) bool {
+	ga, na, _ := strings.Cut(a, ",")
+	gb, nb, _ := strings.Cut(b, ",")
+	x, e1 := strconv.Atoi(ga)
+	y, e2 := strconv.Atoi(gb)
+	if e1 != nil || e2 != nil {
+		return a < b
 	}
+	if x != y || na == nb {
+		return x < y
+	}
+	x, e1 = strconv.Atoi(na)
+	y, e2 = strconv.Atoi(nb)
+	if e1 != nil || e2 != nil {
+		return na < nb
+	}
+	return x < y
+}
+
+func (d *deriver) node(fams map[string]*dto.MetricFamily) error {
+	var ex *hostExporter
+	for i := range hostExporters {
+		if fams[hostExporters[i].cpu] != nil {
+			ex = &hostExporters[i]
+			break
+		}
+	}
+	if ex == nil {
+		return errors.New("not a node_exporter or windows_exporter endpoint: no node_cpu_seconds_total or windows_cpu_time_total")
+	}
+	cpu := fams[ex.cpu]
 	type core struct{ all, idle float64 }
 	cores := map[string]*core{}
 	for _, m := range cpu.GetMetric() {
-		c := cores[label(m, "cpu")]
+		c := cores[label(m, ex.core)]
 		if c == nil {
 			c = &core{}
-			cores[label(m, "cpu")] = c
+			cores[label(m, ex.core)] = c
 		}
 		v := m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 		c.all += v
-		if mode := label(m, "mode"); mode == "idle" || mode == "iowait" {
+		if slices.Contains(ex.idle, label(m, "mode")) {
 			c.idle += v
 		}
 	}
@@ -392,14 +459,7 @@ func (d *deriver) node(fams map[string]*dto.MetricFamily) error {
 	for n := range cores {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool {
-		a, ea := strconv.Atoi(names[i])
-		b, eb := strconv.Atoi(names[j])
-		if ea == nil && eb == nil {
-			return a < b
-		}
-		return names[i] < names[j]
-	})
+	sort.Slice(names, func(i, j int) bool { return coreLess(names[i], names[j]) })
 	// busy% = 100 × (1 − Δidle/Δall): the counters' own clock, so scrape jitter cancels out.
 	busy := func(s metrics.MonitorSeries, all, idle float64) {
 		pa, ok1 := d.m.prev[s.ID+"#all"]
@@ -418,31 +478,47 @@ func (d *deriver) node(fams map[string]*dto.MetricFamily) error {
 	for _, n := range names {
 		busy(d.series("cpu_percent", n, metrics.UnitPercent), cores[n].all, cores[n].idle)
 	}
-	total, ok1 := single(fams, "node_memory_MemTotal_bytes")
-	avail, ok2 := single(fams, "node_memory_MemAvailable_bytes")
+	total, ok1 := first(fams, ex.memTotal)
+	free, ok2 := first(fams, ex.memFree)
 	if ok1 && ok2 {
-		d.gauge(d.series("memory_used_bytes", "", metrics.UnitBytes), total-avail)
+		d.gauge(d.series("memory_used_bytes", "", metrics.UnitBytes), total-free)
 	}
-	if v, ok := single(fams, "node_load1"); ok {
+	if v, ok := single(fams, ex.load); ok {
 		d.gauge(d.series("load1", "", metrics.UnitCount), v)
 	}
-	for _, n := range [2][2]string{{"node_network_receive_bytes_total", "net_in_bytes_per_s"}, {"node_network_transmit_bytes_total", "net_out_bytes_per_s"}} {
-		f := fams[n[0]]
-		if f == nil {
-			continue
+	for _, n := range [2][2]string{{ex.netIn, "net_in_bytes_per_s"}, {ex.netOut, "net_out_bytes_per_s"}} {
+		if sum, ok := sumOf(fams[n[0]], ex.dev, ex.lo); ok {
+			d.rate(d.series(n[1], "", metrics.UnitBytesPerS), sum, 1)
 		}
-		sum := 0.0
-		for _, m := range f.GetMetric() {
-			if label(m, "device") != "lo" {
-				sum += sampleValue(f, m)
-			}
-		}
-		d.rate(d.series(n[1], "", metrics.UnitBytesPerS), sum, 1)
 	}
-	if v, ok := single(fams, "node_netstat_Tcp_CurrEstab"); ok {
+	if v, ok := sumOf(fams[ex.tcp], "", ""); ok {
 		d.gauge(d.series("tcp_conns", "", metrics.UnitCount), v)
 	}
 	return nil
+}
+
+// first is the value of the first of names present in fams.
+func first(fams map[string]*dto.MetricFamily, names []string) (float64, bool) {
+	for _, n := range names {
+		if v, ok := single(fams, n); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// sumOf sums f's series but those whose label key is skip ("" skips none); false without f.
+func sumOf(f *dto.MetricFamily, key, skip string) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		if skip == "" || label(m, key) != skip {
+			sum += sampleValue(f, m)
+		}
+	}
+	return sum, true
 }
 
 // Metric names `volley monitor` exposes (cmd/volley/monitor.go).

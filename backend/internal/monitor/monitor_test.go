@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,6 +98,57 @@ func TestNodePreset(t *testing.T) {
 	}
 }
 
+// TestWindowsExporterPreset: a node monitor reads a windows_exporter (two scrapes of a sample
+// shaped on windows_exporter 0.25's cpu, cs, os, net and tcp collectors, testdata/windows_exporter_{1,2}.txt,
+// one second apart: core "0,0" 20 % busy, core "0,1" 60 %); no load1 series, as Windows has no
+// load average. No real windows_exporter runs in CI: the sample is hand-made.
+func TestWindowsExporterPreset(t *testing.T) {
+	var scrapes [2]string
+	for i := range scrapes {
+		b, err := os.ReadFile(fmt.Sprintf("testdata/windows_exporter_%d.txt", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrapes[i] = string(b)
+	}
+	s := newSet([]plan.Monitor{spec("node", served(t, func(n int) string { return scrapes[min(n, 1)] }))}, nil)
+	vals, errs := scrapeTwice(t, s)
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	want := map[string]float64{
+		"web1/cpu_percent": 40, "web1/cpu_percent/0,0": 20, "web1/cpu_percent/0,1": 60,
+		"web1/memory_used_bytes": 17179332608 - 9.6e9, "web1/net_in_bytes_per_s": 250000,
+		"web1/net_out_bytes_per_s": 125000, "web1/tcp_conns": 61 + 3,
+	}
+	for id, w := range want {
+		if v, ok := vals[id]; !ok || v < w-1e-6 || v > w+1e-6 {
+			t.Errorf("%s = %v (present %v), want %v", id, v, ok, w)
+		}
+	}
+	if len(vals) != len(want) {
+		t.Errorf("values %v, want exactly %v (no load1)", vals, want)
+	}
+	if series, _, _ := s.Summary(); len(series) < 3 || series[1].Label != "0,0" || series[2].Label != "0,1" {
+		t.Errorf("series %+v", series)
+	}
+	// The memory collector's names (windows_exporter 0.30 on) serve as well.
+	newer := strings.NewReplacer("windows_cs_physical_memory_bytes", "windows_memory_physical_total_bytes",
+		"windows_os_physical_memory_free_bytes", "windows_memory_physical_free_bytes")
+	s = newSet([]plan.Monitor{spec("node", served(t, func(n int) string { return newer.Replace(scrapes[min(n, 1)]) }))}, nil)
+	if vals, _ := scrapeTwice(t, s); vals["web1/memory_used_bytes"] != want["web1/memory_used_bytes"] {
+		t.Errorf("memory collector: %v", vals)
+	}
+}
+
+func TestCoreOrder(t *testing.T) {
+	cores := []string{"1,0", "0,10", "x", "0,2", "10", "2", "0,1"}
+	sort.Slice(cores, func(i, j int) bool { return coreLess(cores[i], cores[j]) })
+	if got := strings.Join(cores, " "); got != "0,1 0,2 0,10 1,0 2 10 x" {
+		t.Errorf("order %s", got)
+	}
+}
+
 func TestProcessAndCustomPresets(t *testing.T) {
 	proc := served(t, func(n int) string {
 		return fmt.Sprintf("# TYPE volley_process_cpu_seconds_total counter\nvolley_process_cpu_seconds_total{process=\"nginx\"} %g\n"+
@@ -138,7 +191,7 @@ func TestHostileMonitors(t *testing.T) {
 		{hang.URL, "timeout after 200ms", 200 * time.Millisecond},
 		{flood, "body over 4 MiB", 5 * time.Second}, // time to read 4 MiB under -race on a busy machine
 		{garbage, "line 3: malformed exposition", time.Second},
-		{served(t, func(int) string { return "# TYPE up gauge\nup 1\n" }), "not a node_exporter endpoint", time.Second},
+		{served(t, func(int) string { return "# TYPE up gauge\nup 1\n" }), "not a node_exporter or windows_exporter endpoint: no node_cpu_seconds_total", time.Second},
 	}
 	probe := testutil.StartSchedProbe(t)
 	for _, c := range cases {

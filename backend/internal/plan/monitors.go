@@ -12,8 +12,9 @@ import (
 
 // Monitor is a Prometheus endpoint scraped during the run (package monitor): the target's side
 // of the picture (issue 15). Type picks a preset:
-//   - "node": a node_exporter URL — host CPU % (total and per core), memory used, load1,
-//     network in/out bytes/s (loopback excluded), established TCP connections;
+//   - "node": a node_exporter or windows_exporter URL — host CPU % (total and per core), memory
+//     used, load1 (node_exporter only), network in/out bytes/s (loopback excluded), established
+//     TCP connections;
 //   - "process": a `volley monitor` URL — CPU % and RSS of the processes it watches;
 //   - "custom": one metric (Metric) whose series match Labels; counters are shown as rates.
 //

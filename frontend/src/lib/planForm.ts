@@ -186,7 +186,7 @@ export interface ThresholdOpt {
   extra: Record<string, unknown>;
 }
 
-/** The monitor types (plan.MonitorTypes): node_exporter, `volley monitor`, one metric of any exporter. */
+/** The monitor types (plan.MonitorTypes): node_exporter or windows_exporter, `volley monitor`, one metric of any exporter. */
 export const MONITOR_TYPES = ['node', 'process', 'custom'] as const;
 
 /** One monitor of the plan (plan.monitors[i]); metric and labels are sent for custom monitors only. */

@@ -277,7 +277,7 @@ export const en = {
   'editor.monitorsHint': 'Prometheus endpoints scraped during the run for the target’s side (its CPU, memory, connections): see the Target panel of the run. Watch processes with',
   'editor.monitorN': 'Monitor {n}',
   'editor.monitorType': 'Type',
-  'editor.monitorType.node': 'node (node_exporter)',
+  'editor.monitorType.node': 'node (node_exporter, windows_exporter)',
   'editor.monitorType.process': 'process (volley monitor)',
   'editor.monitorType.custom': 'custom (one metric)',
   'editor.monitorInterval': 'Interval',

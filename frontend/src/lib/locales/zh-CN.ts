@@ -275,7 +275,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'editor.monitorsHint': '运行期间抓取的 Prometheus 端点，用于查看被测端的情况（CPU、内存、连接）：见运行的“目标”面板。监控进程可用',
   'editor.monitorN': '监控 {n}',
   'editor.monitorType': '类型',
-  'editor.monitorType.node': 'node（node_exporter）',
+  'editor.monitorType.node': 'node（node_exporter、windows_exporter）',
   'editor.monitorType.process': 'process（volley monitor）',
   'editor.monitorType.custom': 'custom（单个指标）',
   'editor.monitorInterval': '间隔',
