@@ -148,6 +148,7 @@ type Run struct {
 	pending *pendingSecond
 	usable  []second
 	bound   int
+	missing int     // seconds left out because an agent's share was missing
 	exact   []int64 // fine counts merged over the usable seconds; nil until one has a histogram
 	scratch []int64
 	ok      int64 // successful responses over every added second (requests − errors)
@@ -158,8 +159,9 @@ type Run struct {
 
 type pendingSecond struct {
 	second
-	bound bool
-	fine  []fineCount // non-zero counts of the second's histogram
+	bound   bool
+	missing bool        // an agent's share of the load was missing in this second
+	fine    []fineCount // non-zero counts of the second's histogram
 }
 
 // fineCount is one non-zero slot of a histogram's counts in metrics' geometry.
@@ -200,12 +202,17 @@ func (r *Run) addSecond(s metrics.Sample, fine []fineCount) {
 	}
 	r.ok += s.Requests - s.Errors
 	r.pending = &pendingSecond{second: second{rps: s.RPS, cpu: s.Client.CPUPercent, rss: float64(s.Client.RSSBytes),
-		vus: float64(s.ActiveVUs), requests: s.Requests, errors: s.Errors}, bound: s.GeneratorBound, fine: fine}
+		vus: float64(s.ActiveVUs), requests: s.Requests, errors: s.Errors}, bound: s.GeneratorBound, fine: fine,
+		missing: s.MissingShare > 0}
 	r.serverSecond(&r.pending.second, s) // target.go
 	r.added++
 }
 
 func (r *Run) take(p *pendingSecond) {
+	if p.missing { // part of the load was not generated: not the plan's load, whatever it measured
+		r.missing++
+		return
+	}
 	if p.bound {
 		r.bound++
 		return
@@ -263,6 +270,9 @@ type SecondsInfo struct {
 	Stored         int    `json:"stored"`
 	Usable         int    `json:"usable"`
 	GeneratorBound int    `json:"generator_bound"`
+	// MissingShare counts the seconds of a run over agents in which an agent's share was missing
+	// (metrics.Sample.MissingShare > 0): they measured less than the plan's load and are left out.
+	MissingShare int `json:"missing_share"`
 }
 
 // Metric is one row group of the delta table.
@@ -479,7 +489,7 @@ func Compare(runs []*Run, baseline int, opt Options) (*Result, error) {
 		Confidence: opt.Confidence, Metrics: make([]Metric, 0, len(defs))}
 	for _, r := range runs {
 		res.Seconds = append(res.Seconds, SecondsInfo{RunID: r.ID, Label: r.Label, Stored: r.added,
-			Usable: len(r.usable), GeneratorBound: r.bound})
+			Usable: len(r.usable), GeneratorBound: r.bound, MissingShare: r.missing})
 	}
 	for _, d := range append(defs, serverDefs...) {
 		if d.optional && !anyValue(d, prep) {

@@ -582,3 +582,41 @@ func TestFromStored(t *testing.T) {
 		t.Error("a bad summary was accepted")
 	}
 }
+
+// A run over agents that lost one: its seconds with a missing share measured less than the plan's
+// load, so they are left out and named, never read as a throughput drop or "no change".
+func TestMissingShareSecondsLeftOut(t *testing.T) {
+	s := defaultSynth()
+	a := makeRun(t, 1, s, 1)
+	rng := rand.New(rand.NewPCG(3, 3))
+	b := NewRun(Meta{ID: 2, Summary: &metrics.Summary{Executor: plan.ConstantVUs, Degraded: true, LostAgents: []string{"gen-2"}}})
+	for sec := 1; sec <= 60; sec++ {
+		h := metrics.NewHist()
+		for range 400 {
+			_ = h.RecordValue(int64(5000 * math.Exp(0.4*rng.NormFloat64())))
+		}
+		smp := metrics.Sample{ElapsedS: sec, RPS: 1000 * (1 + 0.03*rng.NormFloat64()), Client: metrics.ClientSample{CPUPercent: 80, RSSBytes: 64 << 20}}
+		if sec > 30 { // gen-2 (half the load) lost after second 30
+			smp.RPS /= 2
+			smp.MissingShare, smp.MissingAgents = 0.5, []string{"gen-2"}
+		}
+		smp.Requests = int64(smp.RPS)
+		smp.Errors = smp.Requests / 100
+		b.AddSecond(smp, h)
+	}
+	res := mustCompare(t, []*Run{a, b}, 0)
+	if got := res.Seconds[1]; got.Stored != 60 || got.MissingShare != 29 || got.Usable != 29 { // seconds 1 and 60 are edges
+		t.Errorf("seconds: %+v, want 60 stored, 29 with a missing share (31–59), 29 usable (2–30)", got)
+	}
+	if v := verdicts(res, 1)["tps"]; v == Regression {
+		t.Errorf("tps: %s — the lost agent's half of the load read as a throughput drop", v)
+	}
+	if !hasWarning(res, "missing_share", 2) {
+		t.Errorf("no missing_share warning: %+v", res.Warnings)
+	}
+	for _, w := range res.Warnings {
+		if w.Code == "missing_share" && !strings.Contains(w.Message, "gen-2") {
+			t.Errorf("warning does not name the lost agent: %q", w.Message)
+		}
+	}
+}

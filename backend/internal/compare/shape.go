@@ -35,6 +35,11 @@ func warnings(runs []*Run, baseline int) []Warning {
 			out = append(out, Warning{Code: "no_success", RunID: r.ID,
 				Message: fmt.Sprintf("%s had no successful response: its latency is unknown and its TPS 0", r.Name())})
 		}
+		if r.missing > 0 || r.Summary != nil && r.Summary.Degraded {
+			out = append(out, Warning{Code: "missing_share", RunID: r.ID,
+				Message: fmt.Sprintf("%s lost load generators (agents %s): %d of %d seconds missed an agent's share of the load and were left out",
+					r.Name(), lostAgents(r), r.missing, r.added)})
+		}
 		if r.bound > 0 {
 			out = append(out, Warning{Code: "generator_bound", RunID: r.ID,
 				Message: fmt.Sprintf("%s: %d of %d seconds were generator-bound (load generator CPU saturated) and were left out",
@@ -42,6 +47,14 @@ func warnings(runs []*Run, baseline int) []Warning {
 		}
 	}
 	return out
+}
+
+// lostAgents names the agents a degraded run lost ("?" when its summary does not say).
+func lostAgents(r *Run) string {
+	if r.Summary == nil || len(r.Summary.LostAgents) == 0 {
+		return "?"
+	}
+	return strings.Join(r.Summary.LostAgents, ", ")
 }
 
 func executorOf(r *Run) string {

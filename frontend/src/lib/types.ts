@@ -130,6 +130,8 @@ export interface CompareSeconds {
   stored: number;
   usable: number;
   generator_bound: number;
+  /** Seconds of a run over agents in which an agent's share was missing (left out). */
+  missing_share?: number;
 }
 
 export interface CompareResponse {

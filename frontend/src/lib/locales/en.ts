@@ -709,6 +709,7 @@ export const en = {
   'compare.warn.summary_only': 'summary only',
   'compare.warn.no_success': 'no successful response',
   'compare.warn.few_seconds': 'too few seconds',
+  'compare.warn.missing_share': 'agent share missing',
   'compare.warn.generator_bound': 'generator-bound',
   'compare.warn.executor_differs': 'executor differs',
   'compare.warn.load_differs': 'load differs',

@@ -698,6 +698,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'compare.warn.summary_only': '仅有汇总',
   'compare.warn.no_success': '没有成功响应',
   'compare.warn.few_seconds': '秒数过少',
+  'compare.warn.missing_share': '压测代理份额缺失',
   'compare.warn.generator_bound': '压测机饱和',
   'compare.warn.executor_differs': '执行器不同',
   'compare.warn.load_differs': '负载不同',
