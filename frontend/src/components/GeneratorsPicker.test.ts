@@ -97,4 +97,17 @@ describe('RunAgentsBadge and AgentsPanel', () => {
     expect(marks.map((m) => m.textContent)).toEqual(['s2: share missing: gen-b']);
     expect(marks[0].getAttribute('title')).toContain('50');
   });
+
+  it('updates an agent’s row live as seconds arrive (rows folded in place)', async () => {
+    const st = new AgentsStore();
+    st.push({ elapsed_s: 1, agents: { 'gen-a': { cpu_percent: 40, rss_bytes: 1048576 } } } as unknown as Sample);
+    const { getByTestId, rerender } = render(AgentsPanel, { props: { store: st, tick: 1 } });
+    expect(getByTestId('agent-run-row').dataset.agent).toBe('gen-a');
+    expect(getByTestId('agent-run-row').lastElementChild?.textContent).toBe('1');
+    st.push({ elapsed_s: 2, agents: { 'gen-a': { cpu_percent: 20, rss_bytes: 3 * 1048576 } } } as unknown as Sample);
+    await rerender({ store: st, tick: 2 });
+    const row = getByTestId('agent-run-row');
+    expect(row.lastElementChild?.textContent).toBe('2');
+    for (const want of ['20 %', '30 %', '40 %', '3 MiB']) expect(row.textContent).toContain(want);
+  });
 });

@@ -109,8 +109,11 @@ export class AgentsStore {
     return changed;
   }
 
-  /** The agents by id. */
+  /**
+   * The agents by id: copies, so a keyed {#each} re-renders a row whose figures changed (push
+   * updates the rows in place, and Svelte skips an item that is the same object as before).
+   */
   get list(): AgentRow[] {
-    return [...this.rows.values()].sort((a, b) => a.id.localeCompare(b.id));
+    return [...this.rows.values()].map((r) => ({ ...r })).sort((a, b) => a.id.localeCompare(b.id));
   }
 }
