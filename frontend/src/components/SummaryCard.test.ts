@@ -163,6 +163,20 @@ describe('SummaryCard, the verdict', () => {
     expect(container.querySelector('[data-testid=generator-trust]')).not.toBeNull();
     expect(container.querySelector('[data-testid=summary-success-rate]')).toBeNull();
   });
+
+  it('a degraded run over agents is never "passed": amber, names the lost agents, no "figures describe the target"', () => {
+    const { container } = render(SummaryCard, {
+      summary: { ...summary, errors: 0, successes: 123456, thresholds: [], seconds: 10, generator_bound_seconds: 0, agents: 2, degraded: true, lost_agents: ['gen-b'] },
+      outcome: 'passed',
+    });
+    const v = container.querySelector('[data-testid=run-verdict]')!;
+    expect(v.getAttribute('data-outcome')).toBe('degraded');
+    expect(v.classList.contains('warn')).toBe(true);
+    expect(v.textContent).toContain('⚠ degraded');
+    expect(v.textContent).toContain('gen-b');
+    expect(v.textContent).not.toContain('✓ passed');
+    expect(container.querySelector('[data-testid=generator-trust]')).toBeNull();
+  });
 });
 
 describe('SummaryCard, decoded bodies', () => {

@@ -577,6 +577,9 @@ export const en = {
   'summary.verdict.kinds': 'Errors: {kinds}.',
   'summary.verdict.thresholds': '{n} of {total} thresholds failed.',
   'summary.verdict.passed': '{pct} errors, no failed threshold.',
+  'summary.verdict.degradedTitle': '⚠ degraded',
+  'summary.verdict.degraded':
+    'load generators were lost ({agents}): from then on part of the planned load was not generated (the seconds marked "share missing"), so these figures describe less than the plan. {pct} errors among the requests sent.',
   'summary.throughputHint':
     'Completion rate: requests that completed (answered or failed) per second. Send rate: requests sent per second, including those cut off at the end.',
   'summary.sendRate': 'send rate',

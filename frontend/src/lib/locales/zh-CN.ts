@@ -573,6 +573,9 @@ export const zhCN: Record<keyof typeof en, string> = {
   'summary.verdict.kinds': '错误：{kinds}。',
   'summary.verdict.thresholds': '{total} 个阈值中 {n} 个未通过。',
   'summary.verdict.passed': '错误率 {pct}，没有失败的阈值。',
+  'summary.verdict.degradedTitle': '⚠ 降级',
+  'summary.verdict.degraded':
+    '丢失了压测代理（{agents}）：此后计划负载的一部分没有产生（标记为“份额缺失”的秒），这些数据描述的负载少于计划。已发送请求的错误率 {pct}。',
   'summary.throughputHint': '完成速率：每秒完成（得到响应或失败）的请求数。发送速率：每秒发出的请求数，包括结束时被中断的请求。',
   'summary.sendRate': '发送速率',
   'summary.p95': '延迟 p95',
