@@ -302,6 +302,27 @@ func TestRunOverExternalNATS(t *testing.T) {
 	}
 }
 
+// Two volley run --agents 1 in a row over a real nats-server and one long-running agent (a CI
+// pipeline's): the agent stays connected between them, so it never reconnects; the second run's
+// controller hears its beats, asks it to say hello again, and the run goes over it.
+func TestSecondRunOverExternalNATS(t *testing.T) {
+	env, seeds := nkeyUsers(t, "controller", "agent-1", "agent-2", "agent-3")
+	url, _ := startNATS(t, env)
+	ts, hits := countingTarget(t)
+	planPath := writePlan(t, ts.URL, iterations(2, 5))
+	agent := startProc(t, "agent-1", volleyBin, "agent", "--nats", url, "--nkey", seeds["agent-1"], "--id", "agent-1")
+	for i := 1; i <= 2; i++ {
+		run := startProc(t, fmt.Sprintf("volley-run-%d", i), volleyBin, "run", planPath, "--agents", "1", "--nats", url, "--nats-nkey", seeds["controller"], "--agents-wait", "60s", "-q")
+		waitLog(t, run, regexp.MustCompile(`agent agent-1 is ready \(1 of 1\)`), 30*time.Second)
+		if code := waitExit(t, run, 90*time.Second); code != 0 || hits.Load() != int64(10*i) {
+			t.Fatalf("run %d: exit %d, target got %d requests (want 0, %d):\n%s", i, code, hits.Load(), 10*i, tail(run.log, 3000))
+		}
+	}
+	if strings.Contains(tail(agent.log, 1<<20), "reconnected") {
+		t.Fatalf("the agent reconnected (the second run must hear it without):\n%s", tail(agent.log, 2000))
+	}
+}
+
 // An agent killed during a run over agents: the run ends degraded, the summary names the lost
 // agent and volley run exits 5 (--allow-agent-loss would accept it: TestDegradedExit).
 func TestRunOverAgentsLosesOne(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package agent is the `volley agent` loop: it joins the controller's broker with a join token,
 // says hello (refused on an incompatible protocol or histogram geometry) and publishes its
-// presence every bus.PresenceInterval. It reconnects forever; after a reconnect it says hello
-// again (a restarted controller has forgotten it).
+// presence every bus.PresenceInterval. It reconnects forever; after a reconnect, or when a
+// controller that does not know it asks (bus.HelloAgainSubject), it says hello again.
 //
 // It runs its share of a plan when the controller asks (run.go; docs/scale-out.md): Prepare →
 // Ready, start at one instant on the controller's clock, one JetStream snapshot per second
@@ -70,7 +70,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	rejoin := make(chan struct{}, 1)
+	rejoin := make(chan struct{}, 1) // say hello again: after a reconnect, or when the controller asks
+	askRejoin := func() {
+		select {
+		case rejoin <- struct{}{}:
+		default:
+		}
+	}
 	connect := cfg.Connect
 	if connect == nil {
 		connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token, o...) }
@@ -80,10 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			log.Info("reconnected to the controller")
-			select {
-			case rejoin <- struct{}{}:
-			default:
-			}
+			askRejoin()
 		}))
 	if err != nil {
 		return fmt.Errorf("cannot join %s as %q: %w (a wrong join token, or an agent with this id is connected already: give each agent its own --id)", cfg.URL, cfg.ID, err)
@@ -100,6 +103,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	log.Info("joined the controller", "url", cfg.URL, "id", cfg.ID)
+	// A controller that does not know this agent (it restarted on an external NATS, where the
+	// agent stayed connected) asks it to say hello again.
+	if _, err := nc.Subscribe(bus.HelloAgainSubject(cfg.ID), func(*nats.Msg) { askRejoin() }); err != nil {
+		return fmt.Errorf("agent %s: cannot follow its hello-again subject: %w", cfg.ID, err)
+	}
 
 	w, err := newWorker(ctx, nc, cfg.ID, allow, log)
 	if err != nil {

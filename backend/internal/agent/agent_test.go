@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
 )
@@ -18,6 +20,7 @@ import (
 // the test moves.
 type controller struct {
 	b   *bus.Bus
+	nc  *nats.Conn // the registry's connection
 	reg *cluster.Registry
 	url string
 	tok bus.Token
@@ -45,7 +48,7 @@ func startController(t *testing.T) *controller {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	c := &controller{b: b, url: "nats://" + b.AgentsAddr(), now: time.Unix(1_800_000_000, 0)}
+	c := &controller{b: b, nc: nc, url: "nats://" + b.AgentsAddr(), now: time.Unix(1_800_000_000, 0)}
 	if c.reg, err = cluster.Start(nc, "1.2.3", c.clock); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +107,49 @@ func TestAgentJoinsAndExpires(t *testing.T) {
 	c.advance(time.Millisecond)
 	if l := c.reg.List(); len(l) != 0 {
 		t.Fatalf("listed after the TTL: %+v", l)
+	}
+}
+
+// A controller that restarts while its agents stay connected to the broker (an external NATS:
+// no reconnect, so no hello of their own) asks each agent it hears beat but does not know to say
+// hello again, and lists it: registry A stops and its connection closes, registry B starts on a
+// new controller connection of the same broker, and B lists the agent with its hello's fields,
+// the agent's connection never having reconnected.
+func TestRestartedControllerAsksHelloAgain(t *testing.T) {
+	c := startController(t)
+	var (
+		mu   sync.Mutex
+		conn *nats.Conn
+	)
+	connect := func(o ...nats.Option) (*nats.Conn, error) {
+		nc, err := bus.ConnectAgent(c.url, "gen-1", c.tok, o...)
+		mu.Lock()
+		conn = nc
+		mu.Unlock()
+		return nc, err
+	}
+	runAgent(t, Config{URL: c.url, Token: c.tok, ID: "gen-1", Labels: map[string]string{"zone": "a"}, Version: "1.2.3", Connect: connect})
+	waitList(t, c, "agent listed by A", func(l []cluster.Agent) bool { return len(l) == 1 })
+
+	c.reg.Stop()
+	c.nc.Close()
+	nc, err := c.b.Controller("controller B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if c.reg, err = cluster.Start(nc, "1.2.3", c.clock); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.reg.Stop)
+	l := waitList(t, c, "agent listed by B", func(l []cluster.Agent) bool { return len(l) == 1 })
+	if a := l[0]; a.ID != "gen-1" || a.Labels["zone"] != "a" || a.Version != "1.2.3" {
+		t.Fatalf("B lists %+v", a)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := conn.Stats().Reconnects; n != 0 {
+		t.Fatalf("the agent reconnected %d times: B must have heard it without a reconnect", n)
 	}
 }
 

@@ -25,6 +25,13 @@ const (
 // either way, and a core subject needs no stream.
 func PresenceSubject(id string) string { return "volley.agent." + id + ".presence" }
 
+// HelloAgainSubject is where the controller asks agent id to say hello again (any message, body
+// ignored; the agent re-sends its Hello on SubjectHello). A controller that restarted on an
+// external NATS never hears the hello of an agent that stayed connected (no reconnect), so its
+// registry asks on that agent's first presence beat (cluster.Registry). Only the controller and
+// agent id itself may publish it (SubjectsFor): an agent can only poke itself.
+func HelloAgainSubject(id string) string { return "volley.agent." + id + ".hello" }
+
 // Geometry is an HDR histogram's shape: agents' histograms merge bucket for bucket only when every
 // side uses the same one.
 type Geometry struct {

@@ -45,6 +45,8 @@ type Registry struct {
 
 	mu     sync.Mutex
 	agents map[string]*entry
+
+	ask helloAsker // asks unknown agents to say hello again (rehello.go)
 }
 
 // entry is a registered agent. An agent is listed once a presence beat has come after its hello:
@@ -61,7 +63,7 @@ func Start(conn *nats.Conn, version string, now func() time.Time) (*Registry, er
 	if now == nil {
 		now = time.Now
 	}
-	r := &Registry{version: version, now: now, agents: map[string]*entry{}}
+	r := &Registry{version: version, now: now, agents: map[string]*entry{}, ask: helloAsker{conn: conn}}
 	hs, err := conn.Subscribe(bus.SubjectHello, r.onHello)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -130,8 +132,9 @@ func (r *Registry) onHello(m *nats.Msg) {
 	_ = m.Respond(b)
 }
 
-// onPresence refreshes an agent that said hello; beats of an agent the registry does not know
-// (it said hello to an earlier controller) are ignored until its next hello.
+// onPresence refreshes an agent that said hello; a beat of an agent the registry does not know
+// (it said hello to an earlier controller) is otherwise ignored, and asks that agent to say hello
+// again (askHello).
 func (r *Registry) onPresence(m *nats.Msg) {
 	id := presenceID(m.Subject)
 	var p bus.Presence
@@ -142,6 +145,7 @@ func (r *Registry) onPresence(m *nats.Msg) {
 	defer r.mu.Unlock()
 	a := r.agents[id]
 	if a == nil {
+		r.askHello(id)
 		return
 	}
 	a.State, a.Run, a.CPUPercent, a.RSSBytes, a.LastSeen, a.beat = p.State, p.Run, p.CPUPercent, p.RSSBytes, r.now(), true
