@@ -371,6 +371,7 @@ type run struct {
 	startAt time.Time
 
 	planned  int                   // the last second the plan can have (length + graceful stop, rounded up, + 1)
+	bound    int                   // planned as the plan has it (never lowered by a stop): no agent names a second past it
 	next     int                   // the next second to merge
 	pending  map[int][]*SecondPart // unmerged seconds' parts, by second, in part order
 	seen     []map[int]struct{}    // each agent's seconds handed to OnAgentSecond
@@ -393,6 +394,7 @@ func (r *run) init() {
 	r.next = 1
 	load := r.spec.Plan.Plan.Load
 	r.planned = int((load.Length()+load.GracefulStop.D()+time.Second-1)/time.Second) + 1
+	r.bound = r.planned
 	r.pending = map[int][]*SecondPart{}
 	r.seen = make([]map[int]struct{}, n)
 	for i := range r.seen {
@@ -521,6 +523,12 @@ func (r *run) take(m incoming) {
 		return
 	}
 	s := m.snap
+	if s.Second > r.bound {
+		// A hostile or broken agent's second (or final) past the plan's end: merging up to it
+		// would merge millions of empty seconds.
+		r.once("past "+m.agent, "ignoring a snapshot past the plan's last second", "agent", m.agent, "second", s.Second, "last", r.bound)
+		return
+	}
 	if s.StartedUnixNano != 0 && r.started[i] == 0 {
 		r.started[i] = s.StartedUnixNano
 	}
@@ -608,15 +616,16 @@ func (r *run) lastSecond() (last int, known bool) {
 
 // closeSeconds merges, in order, every second that every agent still expected has delivered or
 // whose grace is past (up to the plan's last possible second); over (the run's end passed): every second up to the last any agent
-// delivered.
+// delivered. Never past r.bound (take drops anything beyond it), and at most closeBudget seconds
+// per call, so the loop keeps answering snapshots and its context in between.
 func (r *run) closeSeconds(now time.Time, over bool) {
-	for {
+	for n := 0; n < closeBudget; n++ {
 		s := r.next
 		last, known := r.lastSecond()
 		if over {
 			last, known = max(last, slices.Max(r.lastSec)), true
 		}
-		if known && s > last {
+		if s > r.bound || (known && s > last) {
 			return
 		}
 		parts := r.pending[s]
@@ -651,10 +660,13 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 	}
 }
 
-// finished: every agent delivered its final or is lost, and every second is merged.
+// closeBudget is the most seconds one closeSeconds call merges.
+const closeBudget = 256
+
+// finished: every agent delivered its final or is lost, and every second is merged (up to r.bound).
 func (r *run) finished() bool {
 	last, known := r.lastSecond()
-	return known && r.next > last
+	return known && r.next > min(last, r.bound)
 }
 
 // summary merges the finals and adds what only the controller knows.
@@ -692,8 +704,16 @@ func (r *run) summary() (*metrics.Summary, error) {
 		skew := float64(hi-lo) / 1e6
 		sum.StartSkewMs = &skew
 	}
-	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", sum.StartSkewMs)
+	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", skewMs(sum.StartSkewMs))
 	return sum, nil
+}
+
+// skewMs is *p for the log (-1: not known).
+func skewMs(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // PickError says why Pick could not choose the agents asked for.

@@ -440,7 +440,7 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 
 // A second published twice (same message id: the stream drops it; another id: the coordinator
 // does) reaches OnAgentSecond once; a late second goes to OnAgentSecond but is not merged again;
-// malformed snapshots, another run's and one for a second far ahead are ignored and logged once.
+// malformed snapshots, another run's and ones past the plan's last second are ignored and logged once.
 func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.agent("a", 2, Ready{OK: true}), e.agent("b", 1, Ready{OK: true})
@@ -488,8 +488,8 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 			t.Fatalf("%s's own seconds %v", id, got)
 		}
 	}
-	if n := e.logs.count("ignoring a snapshot for a second far ahead"); n != 1 {
-		t.Fatalf("far-ahead snapshots logged %d times", n)
+	if n := e.logs.count("ignoring a snapshot past the plan's last second"); n != 1 {
+		t.Fatalf("past-the-plan snapshots logged %d times", n)
 	}
 	if n := e.logs.count("ignoring a malformed snapshot"); n != 1 {
 		t.Fatalf("malformed snapshots logged %d times", n)

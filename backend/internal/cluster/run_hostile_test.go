@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startTwo starts run over agents a and b (weight 1 each) on testPlan (5 s + 1 s graceful stop:
+// its last possible second is 7) and lets both take the start.
+func startTwo(t *testing.T, run int64) (*env, *fakeAgent, *fakeAgent, *hooks, <-chan result) {
+	t.Helper()
+	e := newEnv(t)
+	a, b := e.agent("a", 1, Ready{OK: true}), e.agent("b", 1, Ready{OK: true})
+	h := newHooks()
+	res := e.run(context.Background(), RunSpec{Run: run, Plan: testPlan(t), Agents: pickAll(t, e, 2)}, h)
+	for _, ag := range []*fakeAgent{a, b} {
+		<-ag.prepared
+		ag.control()
+	}
+	return e, a, b, h, res
+}
+
+// mergedUpTo takes the merged seconds 1..n in order and fails on any other.
+func (h *hooks) mergedUpTo(t *testing.T, n int) []int64 {
+	t.Helper()
+	var reqs []int64
+	for s := 1; s <= n; s++ {
+		m := h.next(t)
+		if m.ElapsedS != s {
+			t.Fatalf("merged second %d, want %d", m.ElapsedS, s)
+		}
+		reqs = append(reqs, m.Requests)
+	}
+	h.none(t)
+	return reqs
+}
+
+// A final (or a second) naming a second past the plan's last one (7 for 5 s + 1 s graceful stop
+// + 1) is ignored and logged once: the run merges no second past the plan, ends at its bound with
+// the agent lost, instead of merging millions of empty seconds.
+func TestFinalPastThePlanIsIgnored(t *testing.T) {
+	e, a, b, h, res := startTwo(t, 21)
+	a.second(21, 1, 3)
+	a.second(21, 2, 3)
+	a.final(21, 3_000_000, 0)
+	a.second(21, 10, 1_000_000_000)
+	e.took("a", "10")
+	for s := 1; s <= 5; s++ {
+		b.second(21, s, 4)
+	}
+	b.final(21, 6, 0)
+	e.took("b", "final")
+	e.to(MinStartDelay+6*time.Second+EndMargin, b) // the run's end: a never sent a usable final
+	r := wait(t, res)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	reqs := h.mergedUpTo(t, 5)
+	if reqs[0] != 7 || reqs[1] != 7 || reqs[2] != 4 {
+		t.Fatalf("merged requests %v", reqs)
+	}
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" {
+		t.Fatalf("summary %+v", r.sum)
+	}
+	if n := e.logs.count("ignoring a snapshot past the plan's last second"); n != 1 {
+		t.Fatalf("past-the-plan snapshots logged %d times", n)
+	}
+}
+
+// to moves the clock to t0+d in steps of 3 s (the beating agents beat at each), then waits for the run's end.
+func (e *env) to(d time.Duration, beating ...*fakeAgent) {
+	e.t.Helper()
+	for at := e.clk.Now().Sub(t0) + 3*time.Second; at < d; at += 3 * time.Second {
+		e.at(at, beating...)
+	}
+	e.at(d, beating...)
+}
