@@ -378,10 +378,12 @@ type run struct {
 	finals   []*FinalPart          // each agent's final part
 	finalSec []int                 // the Second of each agent's final (0: none yet)
 	started  []int64               // each agent's StartedUnixNano (0: not said)
-	lost     []bool                // lost: presence expired, or no final by the end
+	lost     []bool                // lost: presence expired, no final by the end, or its final refused
+	refused  []bool                // its final was refused (failed, no state, not after its seconds)
 	lastSec  []int                 // each agent's highest second delivered
 	warned   map[string]struct{}   // what was logged once
 	degraded bool
+	stopped  bool     // stop was broadcast
 	failures []string // agents' run errors
 }
 
@@ -401,7 +403,7 @@ func (r *run) init() {
 		r.seen[i] = map[int]struct{}{}
 	}
 	r.finals, r.finalSec, r.started = make([]*FinalPart, n), make([]int, n), make([]int64, n)
-	r.lost, r.lastSec = make([]bool, n), make([]int, n)
+	r.lost, r.refused, r.lastSec = make([]bool, n), make([]bool, n), make([]int, n)
 	r.warned = map[string]struct{}{}
 }
 
@@ -465,7 +467,6 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 	load := r.spec.Plan.Plan.Load
 	grace := load.GracefulStop.D()
 	end := r.startAt.Add(load.Length() + grace + EndMargin)
-	stopped := false
 	t := time.NewTicker(r.c.tick)
 	defer t.Stop()
 	done := ctx.Done()
@@ -475,8 +476,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 			r.take(m)
 		case <-done:
 			done = nil
-			if !stopped {
-				stopped = true
+			if !r.stopped {
+				r.stopped = true
 				r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "stopped"})
 				now := r.c.now()
 				if e := now.Add(grace + EndMargin); e.Before(end) {
@@ -491,8 +492,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		now := r.c.now()
 		r.watch(now)
 		over := !now.Before(end)
-		if over && !stopped {
-			stopped = true // whoever still runs past the end is told to stop
+		if over && !r.stopped {
+			r.stopped = true // whoever still runs past the end is told to stop
 			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "the run's end has passed"})
 		}
 		if over {
@@ -533,17 +534,13 @@ func (r *run) take(m incoming) {
 		r.started[i] = s.StartedUnixNano
 	}
 	if s.Final != nil {
-		if r.finals[i] == nil {
-			r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
-			if s.Error != "" {
-				r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", m.agent, s.Error))
-				r.degraded = true
-			}
-			if s.Fenced {
-				r.degraded = true
-				r.log.Warn("agent fenced itself (cut off from the broker)", "agent", m.agent)
-			}
+		if r.finals[i] == nil && !r.refused[i] {
+			r.final(i, s)
 		}
+		return
+	}
+	if r.refused[i] || (r.finalSec[i] > 0 && s.Second >= r.finalSec[i]) {
+		r.once("after "+m.agent, "ignoring a second after the agent's final", "agent", m.agent, "second", s.Second)
 		return
 	}
 	if s.Part == nil || s.Second < 1 {
@@ -573,6 +570,36 @@ func (r *run) take(m incoming) {
 		r.pending[s.Second] = p
 	}
 	p[i] = part
+}
+
+// final files agent i's final message s. A final that failed (Error), has no engine state (but
+// for an agent stopped before its start, which delivered nothing) or does not come after the agent's last delivered second is refused: the agent is lost from here
+// on (its share missing in every later second, the run degraded); the summary has what it
+// delivered (summary).
+func (r *run) final(i int, s Snapshot) {
+	id := r.ids[i]
+	if s.Fenced {
+		r.degraded = true
+		r.log.Warn("agent fenced itself (cut off from the broker)", "agent", id)
+	}
+	var why string
+	switch {
+	case s.Error != "":
+		r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", id, s.Error))
+		why = "its run failed: " + s.Error
+	case s.Final.State == nil && !(r.stopped && r.lastSec[i] == 0):
+		// (stopped before its start instant, an agent has no state and nothing to deliver)
+		why = "its final message has no engine state"
+	case max(s.Second, 1) <= r.lastSec[i]:
+		why = fmt.Sprintf("its final message (second %d) is not after its last second (%d)", s.Second, r.lastSec[i])
+	default:
+		r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
+		return
+	}
+	r.refused[i] = true
+	if !r.lost[i] {
+		r.lose(i, why)
+	}
 }
 
 // watch marks agents whose presence expired as lost.
@@ -677,11 +704,11 @@ func (r *run) summary() (*metrics.Summary, error) {
 			lost = append(lost, id)
 		}
 	}
-	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
-		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
-	}
 	if len(r.failures) == len(r.ids) {
 		return nil, fmt.Errorf("cluster: run %d failed on every agent: %s", r.spec.Run, strings.Join(r.failures, "; "))
+	}
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
+		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
 	}
 	sum, err := r.merger.Summary(r.finals)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/engine"
 )
 
 // startTwo starts run over agents a and b (weight 1 each) on testPlan (5 s + 1 s graceful stop:
@@ -76,4 +78,49 @@ func (e *env) to(d time.Duration, beating ...*fakeAgent) {
 		e.at(at, beating...)
 	}
 	e.at(d, beating...)
+}
+
+// A final that cannot stand for the agent's share — no engine state, a second not after the
+// agent's last delivered one, or a failed run — loses the agent at once: every later second
+// carries its share as missing (not as an empty part), the run is degraded and names it.
+func TestUnusableFinalLosesTheAgent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		final Snapshot
+	}{
+		{"no state", Snapshot{Second: 2, Final: &FinalPart{}}},
+		{"not after its seconds", Snapshot{Second: 1, Final: &FinalPart{State: &engine.Final{Requests: 3, Successes: 3}}}},
+		{"failed", Snapshot{Second: 2, Error: "boom", Final: &FinalPart{State: &engine.Final{Requests: 3, Successes: 3}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, a, b, h, res := startTwo(t, 22)
+			a.second(22, 1, 3)
+			e.took("a", "1")
+			f := tc.final
+			f.Run, f.Agent = 22, "a"
+			a.publish(22, f, "")
+			e.took("a", "final")
+			a.second(22, 2, 1000) // after its final: ignored
+			for s := 1; s <= 5; s++ {
+				b.second(22, s, 4)
+			}
+			b.final(22, 6, 0)
+			r := wait(t, res)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if m := h.next(t); m.ElapsedS != 1 || m.Requests != 7 || len(m.MissingAgents) != 0 {
+				t.Fatalf("second 1: %+v", m)
+			}
+			for s := 2; s <= 5; s++ {
+				if m := h.next(t); m.ElapsedS != s || m.Requests != 4 || m.MissingShare != 0.5 || strings.Join(m.MissingAgents, ",") != "a" {
+					t.Fatalf("second %d: %+v", s, m)
+				}
+			}
+			h.none(t)
+			if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" {
+				t.Fatalf("summary %+v", r.sum)
+			}
+		})
+	}
 }
