@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"math"
+	"slices"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -421,6 +422,122 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	}
 	sum.Agents = len(m.agents)
 	return sum, nil
+}
+
+// FinalOfSeconds rebuilds, as far as its seconds allow, the cumulative state of an agent that
+// delivered seconds but no usable final (it was lost, or its final was refused), shaped like
+// like (a usable final of the run: the same request names and checks, so engine.Merge takes it).
+// From the seconds, exact: requests, successes, interrupted, dropped iterations, bytes in and out,
+// decoded body bytes, status codes, error kinds, the latency histogram and its µs sum (the
+// buckets' mean when a second with latencies has no sum), each name's successes, errors and
+// (plans with several names) latency histogram, the WebSocket counts, events, and each second's
+// span, CPU, RSS and generator-bound; each name's checks passed and failed and each failure
+// group's count are the latest second's (the agents count them since their start). Not in the
+// seconds, so missing for this agent (the summary is partial for it): the per-check results, the
+// success-only latency, service time and schedule lag, the names' timing phases, the WebSocket
+// connect and round-trip histograms, body bytes in, HTTP/2 responses, sweep levels, monitors.
+// The duration and send window are the seconds' spans added. Parts are taken in second order.
+func FinalOfSeconds(parts []*SecondPart, like *engine.Final) *engine.Final {
+	parts = slices.SortedFunc(slices.Values(parts), func(a, b *SecondPart) int { return a.Sample.ElapsedS - b.Sample.ElapsedS })
+	f := &engine.Final{StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}, Events: []metrics.RunEvent{}}
+	index := map[string]int{}
+	f.Names = make([]engine.FinalName, len(like.Names))
+	for i, n := range like.Names {
+		f.Names[i].Name, index[n.Name] = n.Name, i
+	}
+	f.Checks = make([]metrics.CheckResult, len(like.Checks))
+	for i, c := range like.Checks {
+		f.Checks[i] = metrics.CheckResult{Request: c.Request, Check: c.Check}
+	}
+	var dec metrics.HistDecoder
+	lat := make([]int64, metrics.CountsLen)
+	nameLat := make([][]int64, len(f.Names))
+	var sum uint64
+	sumOK := true
+	fails := map[failKey]metrics.FailureGroup{}
+	var order []failKey
+	for _, p := range parts {
+		s := &p.Sample
+		for len(f.Seconds) < s.ElapsedS-1 {
+			f.Seconds = append(f.Seconds, engine.FinalSecond{})
+		}
+		f.Seconds = append(f.Seconds, engine.FinalSecond{SpanS: s.IntervalS, CPUPercent: s.Client.CPUPercent,
+			RSSBytes: s.Client.RSSBytes, Bound: s.GeneratorBound})
+		f.DurationS += s.IntervalS
+		f.Requests += s.Requests
+		f.Successes += s.Successes
+		f.Interrupted += s.Interrupted
+		f.Dropped += s.DroppedIterations
+		f.BytesIn += s.BytesIn
+		f.BytesOut += s.BytesOut
+		f.BodyBytesDecoded += s.BodyBytesDecoded
+		metrics.AddCounts(f.StatusCodes, s.StatusCodes)
+		metrics.AddCounts(f.ErrorKinds, s.ErrorKinds)
+		n, err := dec.AddTo(lat, p.Hist)
+		if err != nil || (n > 0 && p.LatencySumUs == 0) {
+			sumOK = false
+		}
+		sum += p.LatencySumUs
+		for name, ns := range s.ByName {
+			i, ok := index[name]
+			if !ok {
+				continue
+			}
+			fn := &f.Names[i]
+			fn.Errors += ns.Errors
+			fn.Successes += ns.Requests - ns.Errors
+			fn.ChecksPassed, fn.ChecksFailed = ns.ChecksPassed, ns.ChecksFailed
+			if h := p.NameHists[name]; h != "" && len(f.Names) > 1 {
+				if nameLat[i] == nil {
+					nameLat[i] = make([]int64, metrics.CountsLen)
+				}
+				_, _ = dec.AddTo(nameLat[i], h)
+			}
+		}
+		for _, g := range s.Failures {
+			k := failKey{g.Request, g.Kind, g.Message, g.Status}
+			prev, ok := fails[k]
+			if !ok {
+				order = append(order, k)
+			} else if g.Sample == nil {
+				g.Sample = prev.Sample
+			}
+			fails[k] = g
+		}
+		f.Events = append(f.Events, s.Events...)
+		if w := s.WS; w != nil {
+			if f.WS == nil {
+				f.WS = &engine.FinalWS{}
+			}
+			f.WS.Sessions += w.Sessions
+			f.WS.Failed += w.SessionsFailed
+			f.WS.Sent += w.MessagesSent
+			f.WS.Received += w.MessagesReceived
+		}
+	}
+	f.SendWindowS = f.DurationS
+	if !sumOK {
+		sum = 0
+	}
+	f.Latency = histOf(lat, sum)
+	for i, c := range nameLat {
+		if c != nil {
+			f.Names[i].Latency = histOf(c, 0)
+		}
+	}
+	for _, k := range order {
+		f.Failures = append(f.Failures, fails[k])
+	}
+	f.Failures = engine.MergeFailures(f.Failures)
+	return f
+}
+
+// histOf is counts as an engine.Hist (nil counts when all zero).
+func histOf(counts []int64, sum uint64) engine.Hist {
+	if !slices.ContainsFunc(counts, func(c int64) bool { return c != 0 }) {
+		return engine.Hist{SumUs: sum}
+	}
+	return engine.Hist{Counts: counts, SumUs: sum}
 }
 
 // addClient adds an agent's generator figures: CPU, RSS, goroutines and connections summed, the

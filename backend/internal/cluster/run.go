@@ -381,6 +381,7 @@ type run struct {
 	lost     []bool                // lost: presence expired, no final by the end, or its final refused
 	refused  []bool                // its final was refused (failed, no state, not after its seconds)
 	lastSec  []int                 // each agent's highest second delivered
+	parts    [][]*SecondPart       // each agent's delivered seconds (for the summary of one without a usable final)
 	warned   map[string]struct{}   // what was logged once
 	degraded bool
 	stopped  bool     // stop was broadcast
@@ -404,6 +405,7 @@ func (r *run) init() {
 	}
 	r.finals, r.finalSec, r.started = make([]*FinalPart, n), make([]int, n), make([]int64, n)
 	r.lost, r.refused, r.lastSec = make([]bool, n), make([]bool, n), make([]int, n)
+	r.parts = make([][]*SecondPart, n)
 	r.warned = map[string]struct{}{}
 }
 
@@ -558,6 +560,7 @@ func (r *run) take(m incoming) {
 	r.lastSec[i] = max(r.lastSec[i], s.Second)
 	part := s.Part
 	part.Sample.ElapsedS = s.Second
+	r.parts[i] = append(r.parts[i], part)
 	if r.hooks.OnAgentSecond != nil {
 		r.hooks.OnAgentSecond(m.agent, part.Full())
 	}
@@ -710,7 +713,17 @@ func (r *run) summary() (*metrics.Summary, error) {
 	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
 		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
 	}
-	sum, err := r.merger.Summary(r.finals)
+	finals := slices.Clone(r.finals)
+	like := slices.IndexFunc(finals, func(f *FinalPart) bool { return f != nil && f.State != nil })
+	for i, f := range finals {
+		if f == nil && len(r.parts[i]) > 0 && like >= 0 {
+			// What it delivered counts in the summary too (partly: FinalOfSeconds).
+			finals[i] = &FinalPart{State: FinalOfSeconds(r.parts[i], finals[like].State)}
+			r.log.Info("the summary has the seconds an agent delivered without a usable final (partial: no checks, phases or success latency of it)",
+				"agent", r.ids[i], "seconds", len(r.parts[i]))
+		}
+	}
+	sum, err := r.merger.Summary(finals)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func TestFinalPastThePlanIsIgnored(t *testing.T) {
 	if reqs[0] != 7 || reqs[1] != 7 || reqs[2] != 4 {
 		t.Fatalf("merged requests %v", reqs)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" {
+	// b's final (10) and a's two delivered seconds (3 each)
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" || r.sum.Requests != 16 {
 		t.Fatalf("summary %+v", r.sum)
 	}
 	if n := e.logs.count("ignoring a snapshot past the plan's last second"); n != 1 {
@@ -118,9 +120,56 @@ func TestUnusableFinalLosesTheAgent(t *testing.T) {
 				}
 			}
 			h.none(t)
-			if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" {
+			// b's final (10) and a's second 1 (3)
+			if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" || r.sum.Requests != 13 {
 				t.Fatalf("summary %+v", r.sum)
 			}
 		})
+	}
+}
+
+// An agent that delivers seconds 1–3 and disappears is in the summary with what it delivered:
+// the summary's requests are the merged seconds' sum, and its latency histogram holds every
+// latency of every agent's seconds (the lost agent's too).
+func TestSummaryHasALostAgentsSeconds(t *testing.T) {
+	e, a, b, h, res := startTwo(t, 23)
+	var all []int64
+	send := func(ag *fakeAgent, s int, lat []int64) {
+		all = append(all, lat...)
+		ag.publish(23, Snapshot{Run: 23, Agent: ag.id, Second: s, Part: part(t, s, lat)}, "")
+	}
+	for s := 1; s <= 3; s++ {
+		send(a, s, []int64{int64(s) * 1000, int64(s)*1000 + 500})
+	}
+	var bLat []int64
+	for s := 1; s <= 5; s++ {
+		lat := []int64{300 * int64(s), 700 * int64(s), 900 * int64(s)}
+		bLat = append(bLat, lat...)
+		send(b, s, lat)
+	}
+	hist, sumUs := encode(bLat)
+	n := int64(len(bLat))
+	b.publish(23, Snapshot{Run: 23, Agent: "b", Second: 6, Final: &FinalPart{State: &engine.Final{DurationS: 5,
+		Requests: n, Successes: n, StatusCodes: map[string]int64{"200": n}, ErrorKinds: map[string]int64{},
+		Latency: engine.Hist{Counts: decodeCounts(t, hist), SumUs: sumUs}, Names: []engine.FinalName{{Name: "r", Successes: n}}}}}, "")
+	e.took("b", "final")
+	e.to(MinStartDelay+6*time.Second+EndMargin, b)
+	r := wait(t, res)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var merged int64
+	for _, q := range h.mergedUpTo(t, 5) {
+		merged += q
+	}
+	if merged != int64(len(all)) || r.sum.Requests != merged || r.sum.StatusCodes["200"] != merged {
+		t.Fatalf("merged seconds %d requests, summary %d (status 200: %d), sent %d", merged, r.sum.Requests, r.sum.StatusCodes["200"], len(all))
+	}
+	if strings.Join(r.sum.LostAgents, ",") != "a" || !r.sum.Degraded {
+		t.Fatalf("summary %+v", r.sum)
+	}
+	want, _ := encode(all)
+	if !slices.Equal(decodeCounts(t, r.sum.Hist), decodeCounts(t, want)) {
+		t.Fatal("the summary's latency histogram is not every delivered latency's")
 	}
 }

@@ -425,7 +425,8 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 || r.sum.Requests != 10 ||
+	// a's final (10) and the 20 requests of lost b's seconds 1–2
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 || r.sum.Requests != 30 ||
 		r.sum.StartSkewMs == nil || *r.sum.StartSkewMs != 3 {
 		t.Fatalf("summary %+v", r.sum)
 	}
@@ -623,7 +624,8 @@ func TestStopWaitsForFinalsBounded(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 10 {
+	// a's final (10) and lost b's second 1 (4)
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 14 {
 		t.Fatalf("summary %+v", r.sum)
 	}
 	h.none(t)
