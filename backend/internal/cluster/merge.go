@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -73,15 +74,16 @@ type Merger struct {
 	total   int  // the weights' sum
 	single  bool // the plan has one request name: its figures are the run's
 
-	dec    metrics.HistDecoder
-	enc    metrics.HistEncoder
-	second []int64        // the second being merged (reused)
-	soFar  []int64        // every merged second's latencies added
-	hist   *hdr.Histogram // reused for percentiles
-	names  map[string]*nameSoFar
-	fails  map[failKey]*failSoFar
-	nFails int // groups counted on their own (at most metrics.MaxFailureGroups)
-	sec    int // calls of Second so far
+	dec     metrics.HistDecoder
+	enc     metrics.HistEncoder
+	second  []int64        // the second being merged (reused)
+	scratch []int64        // CheckPart's (reused)
+	soFar   []int64        // every merged second's latencies added
+	hist    *hdr.Histogram // reused for percentiles
+	names   map[string]*nameSoFar
+	fails   map[failKey]*failSoFar
+	nFails  int // groups counted on their own (at most metrics.MaxFailureGroups)
+	sec     int // calls of Second so far
 }
 
 // nameSoFar is one request name's run so far: its latencies, and each agent's latest
@@ -128,7 +130,7 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 // missing: its agent's weight share goes into MissingShare and its id into MissingAgents. Call it
 // once per second, in order: the run so far (P95SoFarMs, the names' percentiles, the failure
 // counts) is what the calls have added. A part's histogram that does not decode is left out of
-// the latencies (its counts still add).
+// the latencies (its counts still add); the coordinator refuses such a part before (CheckPart).
 //
 // The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
@@ -422,6 +424,46 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	}
 	sum.Agents = len(m.agents)
 	return sum, nil
+}
+
+// CheckPart says why an agent's second cannot be merged (nil: it can): a negative count, more
+// successes, errors or interrupted requests than requests, or a histogram (the second's or a
+// request name's) that does not decode or holds more latencies than the requests it is of (a
+// histogram counts the requests with a complete response: at most all of them).
+func (m *Merger) CheckPart(p *SecondPart) error {
+	s := &p.Sample
+	switch {
+	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
+		s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
+		return errors.New("a negative count")
+	case s.Successes > s.Requests || s.Errors > s.Requests || s.Interrupted > s.Requests:
+		return fmt.Errorf("%d successes, %d errors, %d interrupted of %d requests", s.Successes, s.Errors, s.Interrupted, s.Requests)
+	}
+	if err := m.checkHist(p.Hist, s.Requests); err != nil {
+		return err
+	}
+	for name, h := range p.NameHists {
+		if err := m.checkHist(h, s.ByName[name].Requests); err != nil {
+			return fmt.Errorf("request name %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkHist says whether h decodes and holds at most requests latencies.
+func (m *Merger) checkHist(h string, requests int64) error {
+	if m.scratch == nil {
+		m.scratch = make([]int64, metrics.CountsLen)
+	}
+	clear(m.scratch)
+	n, err := m.dec.AddTo(m.scratch, h)
+	switch {
+	case err != nil:
+		return fmt.Errorf("its histogram: %w", err)
+	case n > requests:
+		return fmt.Errorf("its histogram holds %d latencies of %d requests", n, requests)
+	}
+	return nil
 }
 
 // FinalOfSeconds rebuilds, as far as its seconds allow, the cumulative state of an agent that

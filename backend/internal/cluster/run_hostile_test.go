@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
 // startTwo starts run over agents a and b (weight 1 each) on testPlan (5 s + 1 s graceful stop:
@@ -171,5 +174,89 @@ func TestSummaryHasALostAgentsSeconds(t *testing.T) {
 	want, _ := encode(all)
 	if !slices.Equal(decodeCounts(t, r.sum.Hist), decodeCounts(t, want)) {
 		t.Fatal("the summary's latency histogram is not every delivered latency's")
+	}
+}
+
+// Seconds with impossible figures — more successes or errors than requests, a negative count, a
+// histogram holding more latencies than requests or one that does not decode — are refused
+// (logged once): their agent's share of that second is missing, nothing of them is merged or
+// handed to OnAgentSecond.
+func TestImpossibleSecondsAreRefused(t *testing.T) {
+	e, a, b, h, res := startTwo(t, 24)
+	good := part(t, 1, []int64{100, 200})
+	over := *part(t, 2, []int64{100, 200})
+	over.Sample.Requests = 1 // two latencies of one request
+	broken := *part(t, 3, []int64{100})
+	broken.Hist = "SGVsbG8=" // base64, not a histogram
+	bad := []*SecondPart{
+		&over, &broken,
+		NewSecondPart(metrics.Sample{ElapsedS: 4, Requests: 1_000_000_000, Successes: 2_000_000_000}),
+		NewSecondPart(metrics.Sample{ElapsedS: 5, Requests: -5}),
+	}
+	a.publish(24, Snapshot{Run: 24, Agent: "a", Second: 1, Part: good}, "")
+	for _, p := range bad {
+		a.publish(24, Snapshot{Run: 24, Agent: "a", Second: p.Sample.ElapsedS, Part: p}, "")
+	}
+	a.final(24, 6, 0)
+	e.took("a", "final")
+	for s := 1; s <= 5; s++ {
+		b.second(24, s, 4)
+	}
+	b.final(24, 6, 0)
+	e.took("b", "final")
+	e.to(MinStartDelay+5*time.Second+SecondGrace, a, b) // seconds 2–5 close without a's parts
+	r := wait(t, res)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if m := h.next(t); m.ElapsedS != 1 || m.Requests != 6 || len(m.MissingAgents) != 0 {
+		t.Fatalf("second 1: %+v", m)
+	}
+	for s := 2; s <= 5; s++ {
+		if m := h.next(t); m.ElapsedS != s || m.Requests != 4 || m.MissingShare != 0.5 || strings.Join(m.MissingAgents, ",") != "a" {
+			t.Fatalf("second %d: %+v", s, m)
+		}
+	}
+	h.none(t)
+	if got := h.ownCounts("a"); len(got) != 1 || got[1] != 1 {
+		t.Fatalf("a's own seconds %v", got)
+	}
+	if n := e.logs.count("ignoring a second with impossible figures"); n != 1 {
+		t.Fatalf("impossible seconds logged %d times", n)
+	}
+	if !r.sum.Degraded {
+		t.Fatalf("summary %+v", r.sum)
+	}
+}
+
+// A hello's weight must be 0–1000 and its cores 1–4096 (the refusal names the field); a
+// presence's CPU is clamped to [0, 100 × cores] and its RSS to 1 TiB.
+func TestHelloBoundsAndPresenceClamped(t *testing.T) {
+	e := newEnv(t)
+	nc, err := e.b.LocalAgent("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	for _, tc := range []struct {
+		weight, cores int
+		want          string
+	}{{1001, 1, "weight 1001"}, {-1, 1, "weight -1"}, {1, 0, "cores 0"}, {1, 4097, "cores 4097"}} {
+		h, _ := json.Marshal(bus.Hello{ID: "x", Protocol: bus.Protocol, Cores: tc.cores, Weight: tc.weight, Histogram: Geometry})
+		m, err := nc.Request(bus.SubjectHello, h, 5*time.Second)
+		var rep bus.HelloReply
+		if err != nil || json.Unmarshal(m.Data, &rep) != nil || rep.OK || !strings.Contains(rep.Error, tc.want) {
+			t.Fatalf("hello weight %d cores %d: %v %+v", tc.weight, tc.cores, err, rep)
+		}
+	}
+	a := e.agent("a", 1000, Ready{OK: true}) // 1 core
+	for _, p := range []bus.Presence{{State: "idle", CPUPercent: 1e9, RSSBytes: 1 << 62}, {State: "idle", CPUPercent: -3}} {
+		e.clk.Add(time.Millisecond)
+		a.beatWith(p)
+		ags := e.reg.List()
+		want := bus.Presence{CPUPercent: min(max(p.CPUPercent, 0), 100), RSSBytes: min(p.RSSBytes, MaxRSSBytes)}
+		if len(ags) != 1 || ags[0].CPUPercent != want.CPUPercent || ags[0].RSSBytes != want.RSSBytes || ags[0].Weight != 1000 {
+			t.Fatalf("presence %+v listed as %+v", p, ags)
+		}
 	}
 }

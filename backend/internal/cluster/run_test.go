@@ -196,9 +196,15 @@ func (e *env) agent(id string, weight int, ready Ready) *fakeAgent {
 
 // beat publishes a presence and waits until the registry has it at the clock's time.
 func (a *fakeAgent) beat() {
+	a.e.t.Helper()
+	a.beatWith(bus.Presence{State: "idle", Cores: 1})
+}
+
+// beatWith is beat with presence p.
+func (a *fakeAgent) beatWith(p bus.Presence) {
 	t := a.e.t
 	t.Helper()
-	b, _ := json.Marshal(bus.Presence{State: "idle", Cores: 1})
+	b, _ := json.Marshal(p)
 	if err := a.nc.Publish(bus.PresenceSubject(a.id), b); err != nil {
 		t.Fatal(err)
 	}
