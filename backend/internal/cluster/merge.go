@@ -427,31 +427,33 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 }
 
 // CheckPart says why an agent's second cannot be merged (nil: it can): a negative count, more
-// successes, errors or interrupted requests than requests, or a histogram (the second's or a
-// request name's) that does not decode or holds more latencies than the requests it is of (a
-// histogram counts the requests with a complete response: at most all of them).
+// successes or errors than requests, or a histogram (the second's or a request name's) that does
+// not decode or holds more latencies than the requests it is of plus the active VUs (a histogram
+// counts the requests with a complete response, at most all of them; but a second is read while
+// VUs record, a latency a moment before its request's count, so each VU may be one ahead).
+// Interrupted requests are not among the requests, so they are not compared.
 func (m *Merger) CheckPart(p *SecondPart) error {
 	s := &p.Sample
 	switch {
 	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
 		s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
 		return errors.New("a negative count")
-	case s.Successes > s.Requests || s.Errors > s.Requests || s.Interrupted > s.Requests:
-		return fmt.Errorf("%d successes, %d errors, %d interrupted of %d requests", s.Successes, s.Errors, s.Interrupted, s.Requests)
+	case s.Successes > s.Requests || s.Errors > s.Requests:
+		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)
 	}
-	if err := m.checkHist(p.Hist, s.Requests); err != nil {
+	if err := m.checkHist(p.Hist, s.Requests+s.ActiveVUs); err != nil {
 		return err
 	}
 	for name, h := range p.NameHists {
-		if err := m.checkHist(h, s.ByName[name].Requests); err != nil {
+		if err := m.checkHist(h, s.ByName[name].Requests+s.ActiveVUs); err != nil {
 			return fmt.Errorf("request name %q: %w", name, err)
 		}
 	}
 	return nil
 }
 
-// checkHist says whether h decodes and holds at most requests latencies.
-func (m *Merger) checkHist(h string, requests int64) error {
+// checkHist says whether h decodes and holds at most most latencies.
+func (m *Merger) checkHist(h string, most int64) error {
 	if m.scratch == nil {
 		m.scratch = make([]int64, metrics.CountsLen)
 	}
@@ -460,8 +462,8 @@ func (m *Merger) checkHist(h string, requests int64) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("its histogram: %w", err)
-	case n > requests:
-		return fmt.Errorf("its histogram holds %d latencies of %d requests", n, requests)
+	case n > most:
+		return fmt.Errorf("its histogram holds %d latencies, at most %d (requests + active VUs)", n, most)
 	}
 	return nil
 }

@@ -185,7 +185,7 @@ func TestImpossibleSecondsAreRefused(t *testing.T) {
 	e, a, b, h, res := startTwo(t, 24)
 	good := part(t, 1, []int64{100, 200})
 	over := *part(t, 2, []int64{100, 200})
-	over.Sample.Requests = 1 // two latencies of one request
+	over.Sample.Requests, over.Sample.Successes, over.Sample.ActiveVUs = 1, 1, 0 // two latencies of one request, no VU recording
 	broken := *part(t, 3, []int64{100})
 	broken.Hist = "SGVsbG8=" // base64, not a histogram
 	bad := []*SecondPart{
