@@ -260,3 +260,24 @@ func TestHelloBoundsAndPresenceClamped(t *testing.T) {
 		}
 	}
 }
+
+// FinalOfSeconds: counts and histograms of the seconds (each name's too) add; failure groups and
+// checks are the latest second's; a gap in the seconds keeps the seconds aligned.
+func TestFinalOfSecondsAddsTheSeconds(t *testing.T) {
+	g := func(n int64) metrics.FailureGroup { return metrics.FailureGroup{Request: "r0", Kind: "timeout", Count: n} }
+	parts := []*SecondPart{namedPart(t, 3, 2, []int64{500, 600, 700}, g(5)), namedPart(t, 1, 2, []int64{100, 200}, g(2))}
+	like := &engine.Final{Names: []engine.FinalName{{Name: "r0"}, {Name: "r1"}}, Checks: []metrics.CheckResult{{Request: "r0", Check: "c"}}}
+	f := FinalOfSeconds(parts, like)
+	all := []int64{100, 200, 500, 600, 700}
+	hist, sum := encode(all)
+	r0, _ := encode([]int64{100, 500, 700})
+	if f.Requests != 5 || f.Successes != 5 || f.StatusCodes["200"] != 5 || len(f.Seconds) != 3 || f.Seconds[1].SpanS != 0 ||
+		f.DurationS != 2 || f.Latency.SumUs != sum || !slices.Equal(f.Latency.Counts, decodeCounts(t, hist)) ||
+		!slices.Equal(f.Names[0].Latency.Counts, decodeCounts(t, r0)) || f.Names[0].Successes != 3 || f.Names[1].Successes != 2 ||
+		len(f.Checks) != 1 || len(f.Failures) != 1 || f.Failures[0].Count != 5 {
+		t.Fatalf("final of seconds %+v", f)
+	}
+	if _, err := engine.Summarize(compile(t, `{"name":"n","requests":[{"name":"r0","url":"http://127.0.0.1:9/"},{"name":"r1","url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"3s"}}`), f); err != nil {
+		t.Fatal(err)
+	}
+}
