@@ -102,6 +102,25 @@ func Check(h bus.Hello, version string) error {
 	return nil
 }
 
+// Bounds of what an agent may say of itself: a hello's weight and cores (refused outside them),
+// a presence's RSS (clamped; its CPU is clamped to [0, 100 × cores]).
+const (
+	MaxWeight   = 1000
+	MaxCores    = 4096
+	MaxRSSBytes = 1 << 40 // 1 TiB
+)
+
+// checkBounds says which field of hello h is out of its bounds (nil: none).
+func checkBounds(h bus.Hello) error {
+	if h.Weight < 0 || h.Weight > MaxWeight {
+		return fmt.Errorf("agent %q: weight %d is not in 0–%d", h.ID, h.Weight, MaxWeight)
+	}
+	if h.Cores < 1 || h.Cores > MaxCores {
+		return fmt.Errorf("agent %q: cores %d is not in 1–%d", h.ID, h.Cores, MaxCores)
+	}
+	return nil
+}
+
 // onHello answers an agent's hello and registers it (listed after its first presence beat). The
 // reply must go to the named agent's own inbox.
 func (r *Registry) onHello(m *nats.Msg) {
@@ -112,6 +131,8 @@ func (r *Registry) onHello(m *nats.Msg) {
 	} else if !bus.ValidAgentID(h.ID) || !strings.HasPrefix(m.Reply, bus.InboxPrefix(h.ID)+".") {
 		reply.Error = fmt.Sprintf("%q is not this connection's agent id", h.ID)
 	} else if err := Check(h, r.version); err != nil {
+		reply.Error = err.Error()
+	} else if err := checkBounds(h); err != nil {
 		reply.Error = err.Error()
 	} else {
 		reply.OK = true
@@ -148,10 +169,13 @@ func (r *Registry) onPresence(m *nats.Msg) {
 		r.askHello(id)
 		return
 	}
-	a.State, a.Run, a.CPUPercent, a.RSSBytes, a.LastSeen, a.beat = p.State, p.Run, p.CPUPercent, p.RSSBytes, r.now(), true
-	if p.Cores > 0 {
+	a.State, a.Run, a.LastSeen, a.beat = p.State, p.Run, r.now(), true
+	if p.Cores > 0 && p.Cores <= MaxCores {
 		a.Cores = p.Cores
 	}
+	// A peer's figures, bounded: at most every core busy, at most MaxRSSBytes.
+	a.CPUPercent = min(max(p.CPUPercent, 0), 100*float64(max(a.Cores, 1)))
+	a.RSSBytes = min(p.RSSBytes, MaxRSSBytes)
 }
 
 // presenceID is the agent id in a presence subject ("" if it is not one).

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -72,15 +74,16 @@ type Merger struct {
 	total   int  // the weights' sum
 	single  bool // the plan has one request name: its figures are the run's
 
-	dec    metrics.HistDecoder
-	enc    metrics.HistEncoder
-	second []int64        // the second being merged (reused)
-	soFar  []int64        // every merged second's latencies added
-	hist   *hdr.Histogram // reused for percentiles
-	names  map[string]*nameSoFar
-	fails  map[failKey]*failSoFar
-	nFails int // groups counted on their own (at most metrics.MaxFailureGroups)
-	sec    int // calls of Second so far
+	dec     metrics.HistDecoder
+	enc     metrics.HistEncoder
+	second  []int64        // the second being merged (reused)
+	scratch []int64        // CheckPart's (reused)
+	soFar   []int64        // every merged second's latencies added
+	hist    *hdr.Histogram // reused for percentiles
+	names   map[string]*nameSoFar
+	fails   map[failKey]*failSoFar
+	nFails  int // groups counted on their own (at most metrics.MaxFailureGroups)
+	sec     int // calls of Second so far
 }
 
 // nameSoFar is one request name's run so far: its latencies, and each agent's latest
@@ -127,7 +130,7 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 // missing: its agent's weight share goes into MissingShare and its id into MissingAgents. Call it
 // once per second, in order: the run so far (P95SoFarMs, the names' percentiles, the failure
 // counts) is what the calls have added. A part's histogram that does not decode is left out of
-// the latencies (its counts still add).
+// the latencies (its counts still add); the coordinator refuses such a part before (CheckPart).
 //
 // The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
@@ -421,6 +424,164 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	}
 	sum.Agents = len(m.agents)
 	return sum, nil
+}
+
+// CheckPart says why an agent's second cannot be merged (nil: it can): a negative count, more
+// successes or errors than requests, or a histogram (the second's or a request name's) that does
+// not decode or holds more latencies than the requests it is of plus the active VUs (a histogram
+// counts the requests with a complete response, at most all of them; but a second is read while
+// VUs record, a latency a moment before its request's count, so each VU may be one ahead).
+// Interrupted requests are not among the requests, so they are not compared.
+func (m *Merger) CheckPart(p *SecondPart) error {
+	s := &p.Sample
+	switch {
+	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
+		s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
+		return errors.New("a negative count")
+	case s.Successes > s.Requests || s.Errors > s.Requests:
+		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)
+	}
+	if err := m.checkHist(p.Hist, s.Requests+s.ActiveVUs); err != nil {
+		return err
+	}
+	for name, h := range p.NameHists {
+		if err := m.checkHist(h, s.ByName[name].Requests+s.ActiveVUs); err != nil {
+			return fmt.Errorf("request name %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkHist says whether h decodes and holds at most most latencies.
+func (m *Merger) checkHist(h string, most int64) error {
+	if m.scratch == nil {
+		m.scratch = make([]int64, metrics.CountsLen)
+	}
+	clear(m.scratch)
+	n, err := m.dec.AddTo(m.scratch, h)
+	switch {
+	case err != nil:
+		return fmt.Errorf("its histogram: %w", err)
+	case n > most:
+		return fmt.Errorf("its histogram holds %d latencies, at most %d (requests + active VUs)", n, most)
+	}
+	return nil
+}
+
+// FinalOfSeconds rebuilds, as far as its seconds allow, the cumulative state of an agent that
+// delivered seconds but no usable final (it was lost, or its final was refused), shaped like
+// like (a usable final of the run: the same request names and checks, so engine.Merge takes it).
+// From the seconds, exact: requests, successes, interrupted, dropped iterations, bytes in and out,
+// decoded body bytes, status codes, error kinds, the latency histogram and its µs sum (the
+// buckets' mean when a second with latencies has no sum), each name's successes, errors and
+// (plans with several names) latency histogram, the WebSocket counts, events, and each second's
+// span, CPU, RSS and generator-bound; each name's checks passed and failed and each failure
+// group's count are the latest second's (the agents count them since their start). Not in the
+// seconds, so missing for this agent (the summary is partial for it): the per-check results, the
+// success-only latency, service time and schedule lag, the names' timing phases, the WebSocket
+// connect and round-trip histograms, body bytes in, HTTP/2 responses, sweep levels, monitors.
+// The duration and send window are the seconds' spans added. Parts are taken in second order.
+func FinalOfSeconds(parts []*SecondPart, like *engine.Final) *engine.Final {
+	parts = slices.SortedFunc(slices.Values(parts), func(a, b *SecondPart) int { return a.Sample.ElapsedS - b.Sample.ElapsedS })
+	f := &engine.Final{StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}, Events: []metrics.RunEvent{}}
+	index := map[string]int{}
+	f.Names = make([]engine.FinalName, len(like.Names))
+	for i, n := range like.Names {
+		f.Names[i].Name, index[n.Name] = n.Name, i
+	}
+	f.Checks = make([]metrics.CheckResult, len(like.Checks))
+	for i, c := range like.Checks {
+		f.Checks[i] = metrics.CheckResult{Request: c.Request, Check: c.Check}
+	}
+	var dec metrics.HistDecoder
+	lat := make([]int64, metrics.CountsLen)
+	nameLat := make([][]int64, len(f.Names))
+	var sum uint64
+	sumOK := true
+	fails := map[failKey]metrics.FailureGroup{}
+	var order []failKey
+	for _, p := range parts {
+		s := &p.Sample
+		for len(f.Seconds) < s.ElapsedS-1 {
+			f.Seconds = append(f.Seconds, engine.FinalSecond{})
+		}
+		f.Seconds = append(f.Seconds, engine.FinalSecond{SpanS: s.IntervalS, CPUPercent: s.Client.CPUPercent,
+			RSSBytes: s.Client.RSSBytes, Bound: s.GeneratorBound})
+		f.DurationS += s.IntervalS
+		f.Requests += s.Requests
+		f.Successes += s.Successes
+		f.Interrupted += s.Interrupted
+		f.Dropped += s.DroppedIterations
+		f.BytesIn += s.BytesIn
+		f.BytesOut += s.BytesOut
+		f.BodyBytesDecoded += s.BodyBytesDecoded
+		metrics.AddCounts(f.StatusCodes, s.StatusCodes)
+		metrics.AddCounts(f.ErrorKinds, s.ErrorKinds)
+		n, err := dec.AddTo(lat, p.Hist)
+		if err != nil || (n > 0 && p.LatencySumUs == 0) {
+			sumOK = false
+		}
+		sum += p.LatencySumUs
+		for name, ns := range s.ByName {
+			i, ok := index[name]
+			if !ok {
+				continue
+			}
+			fn := &f.Names[i]
+			fn.Errors += ns.Errors
+			fn.Successes += ns.Requests - ns.Errors
+			fn.ChecksPassed, fn.ChecksFailed = ns.ChecksPassed, ns.ChecksFailed
+			if h := p.NameHists[name]; h != "" && len(f.Names) > 1 {
+				if nameLat[i] == nil {
+					nameLat[i] = make([]int64, metrics.CountsLen)
+				}
+				_, _ = dec.AddTo(nameLat[i], h)
+			}
+		}
+		for _, g := range s.Failures {
+			k := failKey{g.Request, g.Kind, g.Message, g.Status}
+			prev, ok := fails[k]
+			if !ok {
+				order = append(order, k)
+			} else if g.Sample == nil {
+				g.Sample = prev.Sample
+			}
+			fails[k] = g
+		}
+		f.Events = append(f.Events, s.Events...)
+		if w := s.WS; w != nil {
+			if f.WS == nil {
+				f.WS = &engine.FinalWS{}
+			}
+			f.WS.Sessions += w.Sessions
+			f.WS.Failed += w.SessionsFailed
+			f.WS.Sent += w.MessagesSent
+			f.WS.Received += w.MessagesReceived
+		}
+	}
+	f.SendWindowS = f.DurationS
+	if !sumOK {
+		sum = 0
+	}
+	f.Latency = histOf(lat, sum)
+	for i, c := range nameLat {
+		if c != nil {
+			f.Names[i].Latency = histOf(c, 0)
+		}
+	}
+	for _, k := range order {
+		f.Failures = append(f.Failures, fails[k])
+	}
+	f.Failures = engine.MergeFailures(f.Failures)
+	return f
+}
+
+// histOf is counts as an engine.Hist (nil counts when all zero).
+func histOf(counts []int64, sum uint64) engine.Hist {
+	if !slices.ContainsFunc(counts, func(c int64) bool { return c != 0 }) {
+		return engine.Hist{SumUs: sum}
+	}
+	return engine.Hist{Counts: counts, SumUs: sum}
 }
 
 // addClient adds an agent's generator figures: CPU, RSS, goroutines and connections summed, the

@@ -371,16 +371,20 @@ type run struct {
 	startAt time.Time
 
 	planned  int                   // the last second the plan can have (length + graceful stop, rounded up, + 1)
+	bound    int                   // planned as the plan has it (never lowered by a stop): no agent names a second past it
 	next     int                   // the next second to merge
 	pending  map[int][]*SecondPart // unmerged seconds' parts, by second, in part order
 	seen     []map[int]struct{}    // each agent's seconds handed to OnAgentSecond
 	finals   []*FinalPart          // each agent's final part
 	finalSec []int                 // the Second of each agent's final (0: none yet)
 	started  []int64               // each agent's StartedUnixNano (0: not said)
-	lost     []bool                // lost: presence expired, or no final by the end
+	lost     []bool                // lost: presence expired, no final by the end, or its final refused
+	refused  []bool                // its final was refused (failed, no state, not after its seconds)
 	lastSec  []int                 // each agent's highest second delivered
+	parts    [][]*SecondPart       // each agent's delivered seconds (for the summary of one without a usable final)
 	warned   map[string]struct{}   // what was logged once
 	degraded bool
+	stopped  bool     // stop was broadcast
 	failures []string // agents' run errors
 }
 
@@ -393,13 +397,15 @@ func (r *run) init() {
 	r.next = 1
 	load := r.spec.Plan.Plan.Load
 	r.planned = int((load.Length()+load.GracefulStop.D()+time.Second-1)/time.Second) + 1
+	r.bound = r.planned
 	r.pending = map[int][]*SecondPart{}
 	r.seen = make([]map[int]struct{}, n)
 	for i := range r.seen {
 		r.seen[i] = map[int]struct{}{}
 	}
 	r.finals, r.finalSec, r.started = make([]*FinalPart, n), make([]int, n), make([]int64, n)
-	r.lost, r.lastSec = make([]bool, n), make([]int, n)
+	r.lost, r.refused, r.lastSec = make([]bool, n), make([]bool, n), make([]int, n)
+	r.parts = make([][]*SecondPart, n)
 	r.warned = map[string]struct{}{}
 }
 
@@ -463,7 +469,6 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 	load := r.spec.Plan.Plan.Load
 	grace := load.GracefulStop.D()
 	end := r.startAt.Add(load.Length() + grace + EndMargin)
-	stopped := false
 	t := time.NewTicker(r.c.tick)
 	defer t.Stop()
 	done := ctx.Done()
@@ -473,8 +478,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 			r.take(m)
 		case <-done:
 			done = nil
-			if !stopped {
-				stopped = true
+			if !r.stopped {
+				r.stopped = true
 				r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "stopped"})
 				now := r.c.now()
 				if e := now.Add(grace + EndMargin); e.Before(end) {
@@ -489,8 +494,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		now := r.c.now()
 		r.watch(now)
 		over := !now.Before(end)
-		if over && !stopped {
-			stopped = true // whoever still runs past the end is told to stop
+		if over && !r.stopped {
+			r.stopped = true // whoever still runs past the end is told to stop
 			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "the run's end has passed"})
 		}
 		if over {
@@ -521,21 +526,23 @@ func (r *run) take(m incoming) {
 		return
 	}
 	s := m.snap
+	if s.Second > r.bound {
+		// A hostile or broken agent's second (or final) past the plan's end: merging up to it
+		// would merge millions of empty seconds.
+		r.once("past "+m.agent, "ignoring a snapshot past the plan's last second", "agent", m.agent, "second", s.Second, "last", r.bound)
+		return
+	}
 	if s.StartedUnixNano != 0 && r.started[i] == 0 {
 		r.started[i] = s.StartedUnixNano
 	}
 	if s.Final != nil {
-		if r.finals[i] == nil {
-			r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
-			if s.Error != "" {
-				r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", m.agent, s.Error))
-				r.degraded = true
-			}
-			if s.Fenced {
-				r.degraded = true
-				r.log.Warn("agent fenced itself (cut off from the broker)", "agent", m.agent)
-			}
+		if r.finals[i] == nil && !r.refused[i] {
+			r.final(i, s)
 		}
+		return
+	}
+	if r.refused[i] || (r.finalSec[i] > 0 && s.Second >= r.finalSec[i]) {
+		r.once("after "+m.agent, "ignoring a second after the agent's final", "agent", m.agent, "second", s.Second)
 		return
 	}
 	if s.Part == nil || s.Second < 1 {
@@ -549,10 +556,16 @@ func (r *run) take(m incoming) {
 	if _, dup := r.seen[i][s.Second]; dup {
 		return
 	}
+	if err := r.merger.CheckPart(s.Part); err != nil {
+		// impossible figures (a broken or hostile agent): its share of the second is missing
+		r.once("malformed part "+m.agent, "ignoring a second with impossible figures", "agent", m.agent, "second", s.Second, "err", err)
+		return
+	}
 	r.seen[i][s.Second] = struct{}{}
 	r.lastSec[i] = max(r.lastSec[i], s.Second)
 	part := s.Part
 	part.Sample.ElapsedS = s.Second
+	r.parts[i] = append(r.parts[i], part)
 	if r.hooks.OnAgentSecond != nil {
 		r.hooks.OnAgentSecond(m.agent, part.Full())
 	}
@@ -565,6 +578,36 @@ func (r *run) take(m incoming) {
 		r.pending[s.Second] = p
 	}
 	p[i] = part
+}
+
+// final files agent i's final message s. A final that failed (Error), has no engine state (but
+// for an agent stopped before its start, which delivered nothing) or does not come after the agent's last delivered second is refused: the agent is lost from here
+// on (its share missing in every later second, the run degraded); the summary has what it
+// delivered (summary).
+func (r *run) final(i int, s Snapshot) {
+	id := r.ids[i]
+	if s.Fenced {
+		r.degraded = true
+		r.log.Warn("agent fenced itself (cut off from the broker)", "agent", id)
+	}
+	var why string
+	switch {
+	case s.Error != "":
+		r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", id, s.Error))
+		why = "its run failed: " + s.Error
+	case s.Final.State == nil && !(r.stopped && r.lastSec[i] == 0):
+		// (stopped before its start instant, an agent has no state and nothing to deliver)
+		why = "its final message has no engine state"
+	case max(s.Second, 1) <= r.lastSec[i]:
+		why = fmt.Sprintf("its final message (second %d) is not after its last second (%d)", s.Second, r.lastSec[i])
+	default:
+		r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
+		return
+	}
+	r.refused[i] = true
+	if !r.lost[i] {
+		r.lose(i, why)
+	}
 }
 
 // watch marks agents whose presence expired as lost.
@@ -608,15 +651,16 @@ func (r *run) lastSecond() (last int, known bool) {
 
 // closeSeconds merges, in order, every second that every agent still expected has delivered or
 // whose grace is past (up to the plan's last possible second); over (the run's end passed): every second up to the last any agent
-// delivered.
+// delivered. Never past r.bound (take drops anything beyond it), and at most closeBudget seconds
+// per call, so the loop keeps answering snapshots and its context in between.
 func (r *run) closeSeconds(now time.Time, over bool) {
-	for {
+	for n := 0; n < closeBudget; n++ {
 		s := r.next
 		last, known := r.lastSecond()
 		if over {
 			last, known = max(last, slices.Max(r.lastSec)), true
 		}
-		if known && s > last {
+		if s > r.bound || (known && s > last) {
 			return
 		}
 		parts := r.pending[s]
@@ -651,10 +695,13 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 	}
 }
 
-// finished: every agent delivered its final or is lost, and every second is merged.
+// closeBudget is the most seconds one closeSeconds call merges.
+const closeBudget = 256
+
+// finished: every agent delivered its final or is lost, and every second is merged (up to r.bound).
 func (r *run) finished() bool {
 	last, known := r.lastSecond()
-	return known && r.next > last
+	return known && r.next > min(last, r.bound)
 }
 
 // summary merges the finals and adds what only the controller knows.
@@ -665,13 +712,23 @@ func (r *run) summary() (*metrics.Summary, error) {
 			lost = append(lost, id)
 		}
 	}
-	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
-		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
-	}
 	if len(r.failures) == len(r.ids) {
 		return nil, fmt.Errorf("cluster: run %d failed on every agent: %s", r.spec.Run, strings.Join(r.failures, "; "))
 	}
-	sum, err := r.merger.Summary(r.finals)
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
+		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
+	}
+	finals := slices.Clone(r.finals)
+	like := slices.IndexFunc(finals, func(f *FinalPart) bool { return f != nil && f.State != nil })
+	for i, f := range finals {
+		if f == nil && len(r.parts[i]) > 0 && like >= 0 {
+			// What it delivered counts in the summary too (partly: FinalOfSeconds).
+			finals[i] = &FinalPart{State: FinalOfSeconds(r.parts[i], finals[like].State)}
+			r.log.Info("the summary has the seconds an agent delivered without a usable final (partial: no checks, phases or success latency of it)",
+				"agent", r.ids[i], "seconds", len(r.parts[i]))
+		}
+	}
+	sum, err := r.merger.Summary(finals)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
 	}
@@ -692,8 +749,16 @@ func (r *run) summary() (*metrics.Summary, error) {
 		skew := float64(hi-lo) / 1e6
 		sum.StartSkewMs = &skew
 	}
-	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", sum.StartSkewMs)
+	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", skewMs(sum.StartSkewMs))
 	return sum, nil
+}
+
+// skewMs is *p for the log (-1: not known).
+func skewMs(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // PickError says why Pick could not choose the agents asked for.

@@ -196,9 +196,15 @@ func (e *env) agent(id string, weight int, ready Ready) *fakeAgent {
 
 // beat publishes a presence and waits until the registry has it at the clock's time.
 func (a *fakeAgent) beat() {
+	a.e.t.Helper()
+	a.beatWith(bus.Presence{State: "idle", Cores: 1})
+}
+
+// beatWith is beat with presence p.
+func (a *fakeAgent) beatWith(p bus.Presence) {
 	t := a.e.t
 	t.Helper()
-	b, _ := json.Marshal(bus.Presence{State: "idle", Cores: 1})
+	b, _ := json.Marshal(p)
 	if err := a.nc.Publish(bus.PresenceSubject(a.id), b); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +431,8 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 || r.sum.Requests != 10 ||
+	// a's final (10) and the 20 requests of lost b's seconds 1–2
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Agents != 2 || r.sum.Requests != 30 ||
 		r.sum.StartSkewMs == nil || *r.sum.StartSkewMs != 3 {
 		t.Fatalf("summary %+v", r.sum)
 	}
@@ -440,7 +447,7 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 
 // A second published twice (same message id: the stream drops it; another id: the coordinator
 // does) reaches OnAgentSecond once; a late second goes to OnAgentSecond but is not merged again;
-// malformed snapshots, another run's and one for a second far ahead are ignored and logged once.
+// malformed snapshots, another run's and ones past the plan's last second are ignored and logged once.
 func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.agent("a", 2, Ready{OK: true}), e.agent("b", 1, Ready{OK: true})
@@ -488,8 +495,8 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 			t.Fatalf("%s's own seconds %v", id, got)
 		}
 	}
-	if n := e.logs.count("ignoring a snapshot for a second far ahead"); n != 1 {
-		t.Fatalf("far-ahead snapshots logged %d times", n)
+	if n := e.logs.count("ignoring a snapshot past the plan's last second"); n != 1 {
+		t.Fatalf("past-the-plan snapshots logged %d times", n)
 	}
 	if n := e.logs.count("ignoring a malformed snapshot"); n != 1 {
 		t.Fatalf("malformed snapshots logged %d times", n)
@@ -623,7 +630,8 @@ func TestStopWaitsForFinalsBounded(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 10 {
+	// a's final (10) and lost b's second 1 (4)
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 14 {
 		t.Fatalf("summary %+v", r.sum)
 	}
 	h.none(t)
