@@ -254,7 +254,10 @@ func TestRunOverAgentsOpenModelExact(t *testing.T) {
 	}
 	var per []int64
 	var total int64
-	slack := int64(1000*d.Slack(2).Seconds()) + 5
+	// The agents are other processes: their collectors' ticks can be later than this process's
+	// probe saw (44 ms against a 12 ms probe maximum, measured on a loaded machine), hence 50 ms
+	// more. Exact per-second counts need iterations counted by their scheduled second (docs/scale-out.md, Not yet).
+	slack := int64(1000*(d.Slack(2)+50*time.Millisecond).Seconds()) + 5
 	for k, s := range o.merged {
 		n := s.Requests + s.DroppedIterations
 		per, total = append(per, n), total+n
