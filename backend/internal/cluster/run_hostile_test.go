@@ -264,7 +264,9 @@ func TestHelloBoundsAndPresenceClamped(t *testing.T) {
 // FinalOfSeconds: counts and histograms of the seconds (each name's too) add; failure groups and
 // checks are the latest second's; a gap in the seconds keeps the seconds aligned.
 func TestFinalOfSecondsAddsTheSeconds(t *testing.T) {
-	g := func(n int64) metrics.FailureGroup { return metrics.FailureGroup{Request: "r0", Kind: "timeout", Count: n} }
+	g := func(n int64) metrics.FailureGroup {
+		return metrics.FailureGroup{Request: "r0", Kind: "timeout", Count: n}
+	}
 	parts := []*SecondPart{namedPart(t, 3, 2, []int64{500, 600, 700}, g(5)), namedPart(t, 1, 2, []int64{100, 200}, g(2))}
 	like := &engine.Final{Names: []engine.FinalName{{Name: "r0"}, {Name: "r1"}}, Checks: []metrics.CheckResult{{Request: "r0", Check: "c"}}}
 	f := FinalOfSeconds(parts, like)
