@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -171,4 +172,68 @@ func TestShutdownStopsADrivenRun(t *testing.T) {
 func isBusy(err error, id int64) bool {
 	var b *BusyError
 	return errors.As(err, &b) && b.RunID == id
+}
+
+// gateSink's Finish of run id waits until gates[id] is closed (a summary slow to store); it sends
+// id on finishing when it begins.
+type gateSink struct {
+	finishing chan int64
+	gates     map[int64]chan struct{} // set before the runs start
+}
+
+func (s *gateSink) Start(int64, time.Time) {}
+func (s *gateSink) Sample(int64, *Sample)  {}
+func (s *gateSink) Finish(id int64, _ string, _, _ time.Time, _ *metrics.Summary, _ error) {
+	s.finishing <- id
+	if g := s.gates[id]; g != nil {
+		<-g
+	}
+}
+
+// A start while the previous run's load has ended but its sinks still finish (the live page's
+// "Run again" the moment it says "finished") waits for that end, EndingWait at most, instead of
+// answering busy; past EndingWait it is busy.
+func TestStartWaitsForARunThatIsEnding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &gateSink{finishing: make(chan int64, 3), gates: map[int64]chan struct{}{31: make(chan struct{}), 32: make(chan struct{})}}
+		rn := New(quiet(), sink)
+		start := func(id int64) (int64, error) {
+			return rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "1s"), func(time.Time) (int64, error) { return id, nil }, newFakeDrive(1, false).drive)
+		}
+		if _, err := start(31); err != nil {
+			t.Fatal(err)
+		}
+		<-sink.finishing // run 31's load is over; its sink holds its end
+		type result struct {
+			id  int64
+			err error
+			at  time.Time
+		}
+		got := make(chan result, 1)
+		t0 := time.Now()
+		go func() {
+			id, err := start(32)
+			got <- result{id, err, time.Now()}
+		}()
+		synctest.Wait()
+		select {
+		case r := <-got:
+			t.Fatalf("the start answered while run 31 was ending: %d %v", r.id, r.err)
+		default:
+		}
+		time.Sleep(EndingWait / 2)
+		close(sink.gates[31]) // run 31 ends: run 32 begins
+		r := <-got
+		if r.err != nil || r.id != 32 || r.at.Sub(t0) != EndingWait/2 {
+			t.Fatalf("start after the wait: id %d, err %v, after %s (want 32 after %s)", r.id, r.err, r.at.Sub(t0), EndingWait/2)
+		}
+		// Run 32 ends; its sink holds its end past EndingWait: a start is busy then.
+		<-sink.finishing
+		t1 := time.Now()
+		if _, err := start(33); !isBusy(err, 32) || time.Since(t1) != EndingWait {
+			t.Fatalf("start while run 32 is ending for good: %v after %s, want busy after %s", err, time.Since(t1), EndingWait)
+		}
+		close(sink.gates[32])
+		<-rn.Done(32)
+	})
 }

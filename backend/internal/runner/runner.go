@@ -133,11 +133,10 @@ func New(log *slog.Logger, sinks ...Sink) *Runner {
 // c.Plan.Secrets). create is called while no other run can start; it records the run (in storage)
 // and returns its id. Start returns *BusyError while another run is active.
 func (r *Runner) Start(c *plan.Compiled, create func(started time.Time) (int64, error)) (int64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.active != nil {
-		return 0, &BusyError{RunID: r.active.id}
+	if err := r.lockIdle(); err != nil {
+		return 0, err
 	}
+	defer r.mu.Unlock()
 	outs := newOuts(len(r.sinks))
 	var id int64
 	eng, err := engine.New(c, engine.Options{Policy: r.policy, OnSample: func(s metrics.Sample) {
@@ -168,11 +167,10 @@ func (r *Runner) StartDriven(c *plan.Compiled, create func(started time.Time) (i
 	if c == nil || drive == nil {
 		return 0, errors.New("runner: StartDriven needs a plan and a drive")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.active != nil {
-		return 0, &BusyError{RunID: r.active.id}
+	if err := r.lockIdle(); err != nil {
+		return 0, err
 	}
+	defer r.mu.Unlock()
 	outs := newOuts(len(r.sinks))
 	var id int64
 	// onSample may not reach the sinks once drive has returned (their channels close then): a
@@ -196,6 +194,36 @@ func (r *Runner) StartDriven(c *plan.Compiled, create func(started time.Time) (i
 		}()
 		return r.runDrive(ctx, drive, id, onSample)
 	})
+}
+
+// EndingWait is how long Start and StartDriven wait for a run whose load has ended while its sinks
+// finish (its summary being stored, its viewers told): a start right after a run's end (the run
+// page's "Run again" once the live stream said "finished") begins then instead of answering
+// *BusyError. A run whose sinks take longer is still busy.
+const EndingWait = 10 * time.Second
+
+// lockIdle locks r.mu with no run active, or returns *BusyError with r.mu unlocked. A run that is
+// ending is waited for, EndingWait at most; a run whose load goes on is busy at once.
+func (r *Runner) lockIdle() error {
+	deadline := time.Now().Add(EndingWait)
+	for {
+		r.mu.Lock()
+		a := r.active
+		if a == nil {
+			return nil
+		}
+		ending, wait := a.ending, time.Until(deadline)
+		r.mu.Unlock()
+		if !ending || wait <= 0 {
+			return &BusyError{RunID: a.id}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-a.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // newOuts makes the sinks' event channels.
