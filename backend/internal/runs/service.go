@@ -1,8 +1,9 @@
 // Package runs owns a run's lifecycle between the HTTP layer (api) and the runner, storage and
-// live hub: starting a stored plan (parse, limits, secrets, the run's row, the runner), stopping
-// and deleting runs, rebuilding a finished run's live stream from storage, and the runner's two
-// sinks — StoreSink (every second stored as it happens, a run failed when storage is lost) and
-// HubSink (the live topic, opened at the run's start and closed with its summary).
+// live hub: starting a stored plan (parse, limits, secrets, the run's row, the runner), taking
+// over a run over agents a previous process left running (Resume), stopping and deleting runs,
+// rebuilding a finished run's live stream from storage, and the runner's two sinks — StoreSink
+// (every second stored as it happens, a run failed when storage is lost) and HubSink (the live
+// topic, opened at the run's start and closed with its summary).
 //
 // Each dependency is a small interface declared here (Store, Runner, SampleWriter, Topics); the
 // api declares the few methods of Service it calls.
