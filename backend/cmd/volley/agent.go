@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -167,9 +168,14 @@ type agentsCtl struct {
 }
 
 // startAgents starts the broker listening for agents on addr and the registry on it; a stateDir
-// keeps the join token across restarts (bus.Config.StateDir).
+// keeps the join token across restarts (bus.Config.StateDir) and JetStream's file store in
+// stateDir/jetstream (bus.Config.StoreDir: the runs' snapshots survive a controller restart).
 func startAgents(addr, stateDir string) (*agentsCtl, error) {
-	b, err := bus.Start(bus.Config{AgentsListen: addr, StateDir: stateDir})
+	cfg := bus.Config{AgentsListen: addr, StateDir: stateDir}
+	if stateDir != "" {
+		cfg.StoreDir = filepath.Join(stateDir, "jetstream")
+	}
+	b, err := bus.Start(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--agents-listen: %w", err)
 	}

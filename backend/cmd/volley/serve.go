@@ -67,7 +67,7 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&admin.passwordFile, "admin-password-file", "", "when the database has no user: create the first admin with the password in this file (first line), e.g. a Docker secret")
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
-	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts")
+	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts, and the runs' snapshots (DIR/jetstream), so a run over agents goes on after a restart of this server")
 	c.Flags().StringVar(&lim.joinTokenFile, "join-token-file", "", "with --agents-listen: write the join token to this file (mode 0600) for agents that read it (volley agent --token-file), e.g. on a shared volume")
 	// --nats, --nats-creds, --nats-nkey: an external NATS instead of the embedded broker (natsflags.go)
 	controllerNATSFlags(c, &lim.nats)
@@ -88,7 +88,7 @@ type serveOpts struct {
 	log               *slog.Logger   // tests: nil logs to stderr
 	caps              plan.Caps      // --max-* and --memory-budget (limits.go); zero: the plan's own ranges only
 	agentsListen      string         // --agents-listen (agent.go); "": no broker, no port
-	agentsState       string         // --agents-state: bus.Config.StateDir; "": a new join token each start
+	agentsState       string         // --agents-state: bus.Config.StateDir, StoreDir DIR/jetstream; "": a new join token each start
 	joinTokenFile     string         // --join-token-file: where the join token is written; "": nowhere
 	nats              bus.External   // --nats, --nats-creds, --nats-nkey (natsflags.go): an external NATS
 }
@@ -178,7 +178,23 @@ Add an admin first, then start again (everyone then logs in):
 		log.Warn("no room for the database's reserve file: if the disk fills during a run, its failed status may not be saved",
 			"file", dbPath+".reserve", "bytes", store.ReserveBytes)
 	}
-	if ids, err := st.MarkInterrupted(ctx, time.Now()); err != nil {
+	// Runs left running by a process that died are marked interrupted, except the runs over agents
+	// this server's cluster takes over (ResumeRuns, below, before it serves).
+	resumable, err := st.ResumableRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	}
+	keep := make([]int64, len(resumable))
+	for i, r := range resumable {
+		keep[i] = r.ID
+	}
+	if why := cannotResume(lim); why != "" {
+		if len(keep) > 0 {
+			log.Warn("runs over agents left running by a previous process cannot be taken over: "+why, "runs", keep)
+		}
+		resumable, keep = nil, nil
+	}
+	if ids, err := st.MarkInterrupted(ctx, time.Now(), keep...); err != nil {
 		return fmt.Errorf("recover runs: %w", err)
 	} else if len(ids) > 0 {
 		log.Warn("runs left running by a previous process are marked interrupted (their stored seconds are kept)", "runs", ids)
@@ -212,7 +228,7 @@ Add an admin first, then start again (everyone then logs in):
 				return fmt.Errorf("--join-token-file: %w", err)
 			}
 		}
-		opts, err := agentsAPI(ag, log)
+		opts, err := agentsAPI(ag, log, lim.agentsState != "")
 		if err != nil {
 			return fmt.Errorf("--agents-listen: %w", err)
 		}
@@ -226,7 +242,7 @@ Add an admin first, then start again (everyone then logs in):
 			return err
 		}
 		defer ag.Close()
-		opts, err := agentsAPI(ag, log)
+		opts, err := agentsAPI(ag, log, true)
 		if err != nil {
 			return fmt.Errorf("--nats: %w", err)
 		}
@@ -244,6 +260,9 @@ Add an admin first, then start again (everyone then logs in):
 	as.SetCaps(lim.caps)
 	if ps := pol.Summary(); len(ps.Allow)+len(ps.Deny) > 0 {
 		log.Info("target policy", "allow", ps.Allow, "deny", ps.Deny)
+	}
+	if len(resumable) > 0 {
+		as.ResumeRuns(ctx, resumable) // before serving: nothing can start another run first
 	}
 	srv := &http.Server{
 		Handler:           as.UseAuth(api.AuthConfig{Service: authSvc, AllowLocal: loopback, SecureCookie: httpsPublicURL(lim.publicURLs)}).Handler(),
@@ -296,10 +315,24 @@ type clusterRuns struct {
 	*cluster.Coordinator
 }
 
+// cannotResume says why this server cannot take over the runs over agents a previous process
+// left running ("": it can): that needs agents that can rejoin it and the runs' snapshots kept
+// on disk — --agents-listen with --agents-state, or --nats.
+func cannotResume(lim serveOpts) string {
+	switch {
+	case lim.nats.URL != "" || (lim.agentsListen != "" && lim.agentsState != ""):
+		return ""
+	case lim.agentsListen != "":
+		return "without --agents-state the join token is new at every start, so their agents cannot rejoin, and the broker kept no snapshots; they are marked interrupted"
+	}
+	return "this server has no agents (--agents-listen with --agents-state, or --nats); they are marked interrupted"
+}
+
 // agentsAPI is the API's view of the agents: the list (api.WithAgents) and runs over them — the
-// registry picks them, the coordinator runs the plan on them (api.WithCluster).
-func agentsAPI(ag *agentsCtl, log *slog.Logger) ([]api.Option, error) {
-	co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log)
+// registry picks them, the coordinator runs the plan on them (api.WithCluster); fileStore keeps
+// the snapshot stream on disk (cluster.FileStore: the broker has a store dir, or an external NATS).
+func agentsAPI(ag *agentsCtl, log *slog.Logger, fileStore bool) ([]api.Option, error) {
+	co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log, cluster.FileStore(fileStore))
 	if err != nil {
 		return nil, err
 	}

@@ -3,10 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/store"
 )
 
 // volley serve wires the cluster into the API: with --agents-listen a run over agents reaches the
@@ -53,4 +59,94 @@ func TestServeRunsOverAgentsWiring(t *testing.T) {
 			t.Errorf("--agents-listen %q: %v runs created", tc.listen, l["total"])
 		}
 	}
+}
+
+// At start-up a run over agents left running (its cluster value stored) is taken over only by a
+// server that can resume it: with --agents-listen and --agents-state it is still running once the
+// server serves (resumed; its agents' snapshots kept in DIR/jetstream), while a local run left
+// running is interrupted; with --agents-listen alone both are interrupted and the log says why.
+// (The whole restart, with real agents, is backend/e2e's.)
+func TestServeTakesOverRunsOverAgents(t *testing.T) {
+	for _, withState := range []bool{false, true} {
+		dir := t.TempDir()
+		db := filepath.Join(dir, "volley.db")
+		local, over := leaveRuns(t, db)
+		opts := defaultServeOpts()
+		logs := &lockedBuffer{}
+		opts.log = slog.New(slog.NewTextHandler(logs, nil))
+		opts.agentsListen = "127.0.0.1:0"
+		if withState {
+			opts.agentsState = filepath.Join(dir, "agents")
+		}
+		base := "http://" + startServe(t, db, opts)
+		status := func(id int64) string {
+			res, err := http.Get(fmt.Sprintf("%s/api/runs/%d", base, id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var r map[string]any
+			_ = json.NewDecoder(res.Body).Decode(&r)
+			return fmt.Sprint(r["status"])
+		}
+		want := "interrupted"
+		if withState {
+			want = "running"
+		}
+		if got := status(over); got != want {
+			t.Errorf("--agents-state %v: the run over agents is %s, want %s\n%s", withState, got, want, logs)
+		}
+		if got := status(local); got != "interrupted" {
+			t.Errorf("--agents-state %v: the local run is %s, want interrupted", withState, got)
+		}
+		if withState {
+			if !strings.Contains(logs.String(), "taken over") {
+				t.Errorf("no log line of the run taken over:\n%s", logs)
+			}
+			if _, err := os.Stat(filepath.Join(opts.agentsState, "jetstream")); err != nil {
+				t.Errorf("the broker's store: %v", err)
+			}
+		} else if !strings.Contains(logs.String(), "cannot be taken over") || !strings.Contains(logs.String(), "--agents-state") {
+			t.Errorf("the log does not say why the run over agents is interrupted:\n%s", logs)
+		}
+	}
+}
+
+// leaveRuns stores, in a new database db, what a server killed during two runs leaves: a local
+// run and a run over agents (its Started stored: one agent, started 3 s ago, a 10-minute plan with
+// no graceful stop), each "running" with 2 seconds stored.
+func leaveRuns(t *testing.T, db string) (local, over int64) {
+	t.Helper()
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	p, err := st.CreatePlan(ctx, "p", []byte(`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"10m","graceful_stop":"0s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ids := make([]int64, 2)
+	for i := range ids {
+		r, err := st.CreateRun(ctx, p.ID, p.Name, p.Spec, now.Add(-3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sec := 1; sec <= 2; sec++ {
+			tms := now.Add(time.Duration(sec-3) * time.Second).UnixMilli()
+			if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: tms, Data: fmt.Appendf(nil, `{"elapsed_s":%d,"t":%d,"requests":10}`, sec, tms)},
+				store.Progress{DurationS: float64(sec), Requests: int64(10 * sec)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids[i] = r.ID
+	}
+	started, _ := json.Marshal(cluster.Started{Controller: "previous", Agents: []cluster.StartedAgent{{ID: "gen-a", Weight: 1}},
+		StartAtUnixNano: now.Add(-3 * time.Second).UnixNano(), FenceAfterMs: 10_000})
+	if err := st.SetRunCluster(ctx, ids[1], started); err != nil {
+		t.Fatal(err)
+	}
+	return ids[0], ids[1]
 }

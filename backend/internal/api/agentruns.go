@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,10 +21,12 @@ import (
 )
 
 // Cluster runs plans over remote agents: Registry.Pick chooses them, Coordinator.Run runs the
-// plan on them (volley serve --agents-listen: *cluster.Registry with its *cluster.Coordinator).
+// plan on them, Coordinator.Resume takes over a run a previous controller process started
+// (volley serve --agents-listen or --nats: *cluster.Registry with its *cluster.Coordinator).
 type Cluster interface {
 	Pick(n int, labels map[string]string) ([]cluster.Agent, error)
 	Run(ctx context.Context, spec cluster.RunSpec, hooks cluster.RunHooks) (*metrics.Summary, error)
+	Resume(ctx context.Context, spec cluster.RunSpec, st cluster.Started, from int, hooks cluster.RunHooks) (*metrics.Summary, error)
 }
 
 // WithCluster lets POST /api/plans/:id/runs run a plan over agents ({"agents": N} or
@@ -109,14 +112,68 @@ func (s *Server) startOnAgents(c *gin.Context, planID int64, b startBody) (int64
 }
 
 // agentsDrive runs a plan on the picked agents (cluster.Coordinator.Run): the merged seconds go
-// to the run's sinks, each agent's own seconds to the run_agent_seconds table.
+// to the run's sinks, each agent's own seconds to the run_agent_seconds table, and what a
+// restarted controller needs to take the run over (cluster.Started) to the run's cluster column
+// before the start is broadcast (ResumeRuns).
 func (s *Server) agentsDrive(picked []cluster.Agent) runs.Drive {
 	return func(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error) {
 		return s.cluster.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: picked}, cluster.RunHooks{
 			OnSecond:      onSample,
 			OnAgentSecond: runs.AgentSecondHook(s.store, runID, s.log),
+			OnStart: func(st cluster.Started) error {
+				b, err := json.Marshal(st)
+				if err != nil {
+					return err
+				}
+				// Stored even when the run is being stopped while its agents prepare: it starts.
+				return s.store.SetRunCluster(context.WithoutCancel(ctx), runID, b)
+			},
 		})
 	}
+}
+
+// ResumeRuns takes over, at start-up before the server serves, the runs over agents a previous
+// controller process left running (store.ResumableRuns, kept "running" by MarkInterrupted):
+// each is begun again in the runner (runs.Service.Resume: same id, its live topic holding its
+// stored seconds) with the cluster's Resume merging from the first second not stored
+// (LastSecond + 1), each agent's own seconds stored as before. A run that cannot be begun again
+// (no cluster, its cluster JSON unreadable, its plan, another run already going: one run at a
+// time) is marked interrupted and logged. It returns the ids of the runs taken over.
+func (s *Server) ResumeRuns(ctx context.Context, rs []store.ResumableRun) []int64 {
+	var resumed []int64
+	for _, r := range rs {
+		err := s.resumeRun(ctx, r)
+		if err == nil {
+			s.log.Info("run over agents taken over from the previous controller process; it goes on from its first second not stored",
+				"run", r.ID, "from", r.LastSecond+1)
+			resumed = append(resumed, r.ID)
+			continue
+		}
+		s.log.Warn("a run over agents left running cannot be taken over; it is marked interrupted (its stored seconds are kept)",
+			"run", r.ID, "err", err)
+		if err := s.store.MarkRunInterrupted(context.WithoutCancel(ctx), r.ID, time.Now()); err != nil {
+			s.log.Error("cannot mark the run interrupted; the next start will", "run", r.ID, "err", err)
+		}
+	}
+	return resumed
+}
+
+// resumeRun begins run r again over the cluster (ResumeRuns).
+func (s *Server) resumeRun(ctx context.Context, r store.ResumableRun) error {
+	if s.cluster == nil {
+		return errors.New("this server has no agents cluster (--agents-listen with --agents-state, or --nats)")
+	}
+	var st cluster.Started
+	if err := json.Unmarshal(r.Cluster, &st); err != nil {
+		return fmt.Errorf("its stored start (runs.cluster) is not readable: %w", err)
+	}
+	from := r.LastSecond + 1
+	return s.runs.Resume(ctx, r.ID, func(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error) {
+		return s.cluster.Resume(ctx, cluster.RunSpec{Run: runID, Plan: c}, st, from, cluster.RunHooks{
+			OnSecond:      onSample,
+			OnAgentSecond: runs.AgentSecondHook(s.store, runID, s.log),
+		})
+	})
 }
 
 // agentSecondJSON is one agent's second in GET /api/runs/:id/agents.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/cluster"
@@ -22,6 +24,8 @@ type fakeCluster struct {
 	spec    cluster.RunSpec
 	handed  chan struct{}
 	stopped chan struct{}
+	resumed cluster.Started // Resume's arguments
+	from    int
 }
 
 var fakeIdle = []cluster.Agent{{ID: "gen-a", Weight: 1, Labels: map[string]string{"zone": "eu"}}, {ID: "gen-b", Weight: 1, Labels: map[string]string{"zone": "eu"}}}
@@ -46,10 +50,17 @@ func (f *fakeCluster) Pick(n int, labels map[string]string) ([]cluster.Agent, er
 	return out, nil
 }
 
+// fakeStarted is what fakeCluster's runs keep to be resumed (RunHooks.OnStart).
+var fakeStarted = cluster.Started{Controller: "ctl-1", Agents: []cluster.StartedAgent{{ID: "gen-a", Weight: 1}, {ID: "gen-b", Weight: 1}},
+	StartAtUnixNano: 1_800_000_000_000_000_000, FenceAfterMs: 10_000}
+
 func (f *fakeCluster) Run(ctx context.Context, spec cluster.RunSpec, hooks cluster.RunHooks) (*metrics.Summary, error) {
 	f.mu.Lock()
 	f.spec = spec
 	f.mu.Unlock()
+	if err := hooks.OnStart(fakeStarted); err != nil {
+		return nil, err
+	}
 	own := func(agent string, s int, cpu float64) metrics.Sample {
 		return metrics.Sample{ElapsedS: s, IntervalS: 1, Requests: 50, RPS: 50, Hist: "HISTOGRAM", Client: metrics.ClientSample{CPUPercent: cpu, RSSBytes: 1 << 20}}
 	}
@@ -72,6 +83,20 @@ func (f *fakeCluster) Run(ctx context.Context, spec cluster.RunSpec, hooks clust
 	<-ctx.Done()
 	close(f.stopped)
 	return &metrics.Summary{Requests: 250, DurationS: 3, RPS: 83.3, Seconds: 3, Agents: 2, Degraded: true, LostAgents: []string{"gen-b"}}, nil
+}
+
+// Resume takes over a run from second from: it records its arguments and hands seconds from and
+// from+1 (each agent's own too), then ends the run.
+func (f *fakeCluster) Resume(ctx context.Context, spec cluster.RunSpec, st cluster.Started, from int, hooks cluster.RunHooks) (*metrics.Summary, error) {
+	f.mu.Lock()
+	f.spec, f.resumed, f.from = spec, st, from
+	f.mu.Unlock()
+	for s := from; s <= from+1; s++ {
+		hooks.OnAgentSecond("gen-a", metrics.Sample{ElapsedS: s, IntervalS: 1, Requests: 50})
+		hooks.OnAgentSecond("gen-b", metrics.Sample{ElapsedS: s, IntervalS: 1, Requests: 50})
+		hooks.OnSecond(metrics.Sample{ElapsedS: s, T: int64(1_800_000_000_000 + s*1000), IntervalS: 1, Requests: 100, RPS: 100})
+	}
+	return &metrics.Summary{Requests: int64(100 * (from + 1)), DurationS: float64(from + 1), Seconds: from + 1, Agents: 2}, nil
 }
 
 // POST /api/plans/:id/runs with {"agents": N} or {"agent_labels": …} runs the plan through the
@@ -122,6 +147,14 @@ func TestRunOverAgents(t *testing.T) {
 	}
 	<-fc.stopped
 	<-s.rn.Done(id)
+	var kept []byte
+	if err := st.DB().Raw("SELECT cluster FROM runs WHERE id = ?", id).Row().Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	var keptStart cluster.Started
+	if err := json.Unmarshal(kept, &keptStart); err != nil || fmt.Sprint(keptStart) != fmt.Sprint(fakeStarted) {
+		t.Errorf("runs.cluster %s (%v), want the run's Started %+v", kept, err, fakeStarted)
+	}
 
 	_, run := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
 	if run["status"] != "stopped" || run["agents"] != 2.0 || run["degraded"] != true || run["requests"] != 250.0 {
@@ -194,4 +227,87 @@ func count(t *testing.T, st *store.Store, query string, args ...any) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// At start-up ResumeRuns takes over the runs over agents a previous process left running: the
+// first (3 seconds stored) goes on through the cluster's Resume from second 4 with its stored
+// Started and its plan snapshot, and ends finished with seconds 1-5 and its agents' seconds 4-5;
+// one whose stored Started cannot be read is marked interrupted at its last stored second.
+// Without a cluster every such run is marked interrupted.
+func TestResumeRunsAtStartUp(t *testing.T) {
+	for _, withCluster := range []bool{true, false} {
+		fc := &fakeCluster{}
+		var srv *api.Server
+		cfg := stackConfig{handler: func(s *api.Server, _ *store.Store) http.Handler { srv = s; return s.Handler() }}
+		if withCluster {
+			cfg.opts = []api.Option{api.WithCluster(fc)}
+		}
+		s := newStack(t, cfg)
+		ctx, st := t.Context(), s.st
+		p, err := st.GetPlan(ctx, mustPlanID(t, st, "agents"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+		left := func(started string) int64 {
+			r, err := st.CreateRun(ctx, p.ID, p.Name, p.Spec, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for sec := 1; sec <= 3; sec++ {
+				data := fmt.Appendf(nil, `{"elapsed_s":%d,"t":%d,"requests":100,"errors":0}`, sec, t0.Add(time.Duration(sec)*time.Second).UnixMilli())
+				if err := st.AppendSample(ctx, r.ID, store.Sample{Second: sec, TMs: t0.Add(time.Duration(sec) * time.Second).UnixMilli(), Data: data},
+					store.Progress{DurationS: float64(sec), Requests: int64(100 * sec)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.SetRunCluster(ctx, r.ID, []byte(started)); err != nil {
+				t.Fatal(err)
+			}
+			return r.ID
+		}
+		good, _ := json.Marshal(fakeStarted)
+		ok, unreadable := left(string(good)), left(`{"agents":"gen-a"}`)
+		rs, err := st.ResumableRuns(ctx)
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("resumable: %+v, %v", rs, err)
+		}
+
+		resumed := srv.ResumeRuns(ctx, rs)
+		interrupted := []int64{unreadable}
+		if withCluster {
+			if fmt.Sprint(resumed) != fmt.Sprint([]int64{ok}) {
+				t.Fatalf("resumed %v, want [%d]", resumed, ok)
+			}
+			<-s.rn.Done(ok)
+		} else {
+			if len(resumed) != 0 {
+				t.Fatalf("resumed %v without a cluster", resumed)
+			}
+			interrupted = []int64{ok, unreadable}
+		}
+		for _, id := range interrupted {
+			if r, _ := st.GetRun(ctx, id); r.Status != store.StatusInterrupted || r.EndedAt == nil || !r.EndedAt.Equal(t0.Add(3*time.Second)) {
+				t.Errorf("cluster %v: run %d %s ended %v, want interrupted at its third second", withCluster, id, r.Status, r.EndedAt)
+			}
+		}
+		if !withCluster {
+			continue
+		}
+		fc.mu.Lock()
+		if fc.spec.Run != ok || fc.spec.Plan == nil || fc.spec.Plan.Plan.Name != "api test" || len(fc.spec.Agents) != 0 ||
+			fc.from != 4 || fmt.Sprint(fc.resumed) != fmt.Sprint(fakeStarted) {
+			t.Errorf("Resume got run %d plan %v agents %v from %d started %+v; want run %d from 4 with %+v",
+				fc.spec.Run, fc.spec.Plan, fc.spec.Agents, fc.from, fc.resumed, ok, fakeStarted)
+		}
+		fc.mu.Unlock()
+		r, _ := st.GetRun(ctx, ok)
+		smps, _ := st.Samples(ctx, ok)
+		if r.Status != store.StatusFinished || r.Requests != 500 || r.Agents != 2 || len(smps) != 5 || smps[4].Second != 5 {
+			t.Errorf("resumed run: %s, %d requests, %d agents, %d seconds stored", r.Status, r.Requests, r.Agents, len(smps))
+		}
+		if n := count(t, st, "SELECT count(*) FROM run_agent_seconds WHERE run_id = ? AND second IN (4, 5)", ok); n != 4 {
+			t.Errorf("%d agent seconds stored by the resumed run, want 4", n)
+		}
+	}
 }

@@ -40,12 +40,15 @@ type Store interface {
 	SecretValues(ctx context.Context, names []string) (map[string]string, error)
 	AppendAgentSecond(ctx context.Context, runID int64, agent string, second int, sample []byte) (bool, error)
 	AgentSeconds(ctx context.Context, runID int64, from, limit int) ([]store.AgentSecond, int, error)
+	SetRunCluster(ctx context.Context, runID int64, data []byte) error
+	MarkRunInterrupted(ctx context.Context, id int64, now time.Time) error
 }
 
 // Runs is the run lifecycle the handlers need (implemented by *runs.Service).
 type Runs interface {
 	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
 	StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive) (int64, *store.Plan, error)
+	Resume(ctx context.Context, runID int64, drive runs.Drive) error
 	Stop(ctx context.Context, id int64) (*store.Run, error)
 	Control(ctx context.Context, id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error)
 	Delete(ctx context.Context, id int64) (*store.Run, error)

@@ -30,7 +30,31 @@ type RunSpec struct {
 	Agents []Agent // from Registry.Pick, in part order; the split follows their Weight
 	// FenceAfter: an agent that loses the broker this long stops its load (0: DefaultFenceAfter).
 	FenceAfter time.Duration
+	// Controller is the controller id the run's agents are prepared with, "" for this coordinator's
+	// own id. Resume sets it from Started.Controller.
+	Controller string
 }
+
+// Started is what a run over agents keeps so that a restarted controller can Resume it (the
+// server stores it as JSON with the run, RunHooks.OnStart).
+type Started struct {
+	Controller      string         `json:"controller"`         // the id the agents were prepared with
+	Agents          []StartedAgent `json:"agents"`             // in part order
+	StartAtUnixNano int64          `json:"start_at_unix_nano"` // start_at, the controller's clock
+	FenceAfterMs    int64          `json:"fence_after_ms"`
+}
+
+// StartedAgent is one agent of a Started run.
+type StartedAgent struct {
+	ID     string `json:"id"`
+	Weight int    `json:"weight"` // the split weight used (segment.New's)
+}
+
+// ResumeGrace: after Resume, an agent not seen yet has this long to re-greet before it is lost,
+// and no second is closed with a missing share before resume + ResumeGrace (unless every agent
+// still expected delivered it). An agent reconnects every 500 ms and says hello again at once;
+// on an external NATS the registry asks it to within a presence beat (bus.PresenceTTL is 5 s).
+const ResumeGrace = 10 * time.Second
 
 // DefaultFenceAfter is fence_after when a run does not set it.
 const DefaultFenceAfter = 10 * time.Second
@@ -70,6 +94,9 @@ type RunHooks struct {
 	// OnAgentSecond gets each agent's own second (to store); a second that arrives late (an
 	// agent's spool after a reconnect) comes then; never the same (agent, second) twice.
 	OnAgentSecond func(agent string, s metrics.Sample)
+	// OnStart gets the run's Started once every agent is ready, before the start is broadcast;
+	// an error fails the run (the agents are told to stop). The server stores it (runs.cluster).
+	OnStart func(st Started) error
 }
 
 // Coordinator runs plans over the registry's agents and answers the agents' clock probes. Safe
@@ -89,6 +116,9 @@ type Coordinator struct {
 	tick     time.Duration
 	tickHook func()
 	takeHook func(agent string, s *Snapshot) // each snapshot a run takes in (tests)
+	// halt, when closed, ends every run's loop at once without a word to the agents: a
+	// controller process killed (tests). Nil: never.
+	halt chan struct{}
 
 	mu   sync.Mutex
 	busy map[string]int64 // agent id → the run of this coordinator it works on
@@ -97,12 +127,21 @@ type Coordinator struct {
 // CoordinatorOption configures NewCoordinator.
 type CoordinatorOption func(*coordOpts)
 
-type coordOpts struct{ file bool }
+type coordOpts struct {
+	file     bool
+	replicas int
+}
 
 // FileStore keeps the snapshot stream on disk: pass it when the broker has a store dir
 // (bus.Config.StoreDir), so that snapshots survive a controller restart. Without it the stream
 // is in memory. An existing stream keeps its storage (JetStream cannot change it).
 func FileStore(on bool) CoordinatorOption { return func(o *coordOpts) { o.file = on } }
+
+// StreamReplicas sets the snapshot stream's replicas: n ≥ 1 (a stream the cluster cannot place
+// fails NewCoordinator); 0 (the default): 3 when the connection is to a NATS cluster
+// (nc.ConnectedClusterName() != ""), falling back to 1 with a warning when the cluster cannot
+// place 3, else 1 (the embedded broker is one server).
+func StreamReplicas(n int) CoordinatorOption { return func(o *coordOpts) { o.replicas = n } }
 
 // NewCoordinator makes the coordinator on the controller's connection conn (every permission):
 // it answers clock probes on bus.SubjectTime with TimeReply and creates (or updates) the
@@ -125,7 +164,7 @@ func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...Co
 	}
 	c := &Coordinator{conn: conn, js: js, reg: reg, log: log, id: randomID(), now: reg.now,
 		tick: 50 * time.Millisecond, busy: map[string]int64{}}
-	if err := c.ensureStream(o.file); err != nil {
+	if err := c.ensureStream(o.file, o.replicas); err != nil {
 		return nil, err
 	}
 	// A queue group: one controller answers even while a restarted one overlaps the old.
@@ -146,13 +185,33 @@ func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...Co
 // Close stops answering clock probes (runs in progress go on).
 func (c *Coordinator) Close() { _ = c.tsub.Unsubscribe() }
 
-func (c *Coordinator) ensureStream(file bool) error {
+// ensureStream creates or updates the snapshot stream with replicas (0: auto, StreamReplicas).
+func (c *Coordinator) ensureStream(file bool, replicas int) error {
 	cfg := &nats.StreamConfig{Name: SnapshotStream, Subjects: []string{"volley.run.*.snap.*"},
 		Retention: nats.LimitsPolicy, Discard: nats.DiscardOld, Duplicates: streamDuplicates,
-		MaxAge: streamMaxAge, Storage: nats.MemoryStorage, MaxBytes: streamMemBytes}
+		MaxAge: streamMaxAge, Storage: nats.MemoryStorage, MaxBytes: streamMemBytes, Replicas: max(replicas, 1)}
 	if file {
 		cfg.Storage, cfg.MaxBytes = nats.FileStorage, streamFileBytes
 	}
+	auto := replicas == 0 && c.conn.ConnectedClusterName() != ""
+	if auto {
+		cfg.Replicas = 3
+	}
+	err := c.putStream(cfg)
+	if err != nil && auto {
+		c.log.Warn("the NATS cluster cannot place 3 replicas of the snapshot stream; keeping 1 (a lost server loses the snapshots a controller restart would replay)",
+			"stream", SnapshotStream, "cluster", c.conn.ConnectedClusterName(), "err", err)
+		cfg.Replicas = 1
+		err = c.putStream(cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: snapshot stream %s (%d replicas): %w", SnapshotStream, cfg.Replicas, err)
+	}
+	return nil
+}
+
+// putStream adds the stream cfg or updates it (an existing stream keeps its storage).
+func (c *Coordinator) putStream(cfg *nats.StreamConfig) error {
 	info, err := c.js.StreamInfo(SnapshotStream)
 	switch {
 	case errors.Is(err, nats.ErrStreamNotFound):
@@ -165,10 +224,7 @@ func (c *Coordinator) ensureStream(file bool) error {
 		}
 		_, err = c.js.UpdateStream(cfg)
 	}
-	if err != nil {
-		return fmt.Errorf("cluster: snapshot stream %s: %w", SnapshotStream, err)
-	}
-	return nil
+	return err
 }
 
 func randomID() string {
@@ -198,11 +254,11 @@ func (e *RefusedError) Error() string {
 // snapshots from a JetStream consumer (acknowledged one by one); second s is merged when every
 // live agent has delivered it or at start_at + s + SecondGrace; an agent whose presence expires
 // (bus.PresenceTTL) is lost and its share missing from then on; the run ends when every agent's
-// final message is in or it is lost, or EndMargin past the planned end.
+// final message is in or it is lost, or EndMargin past the planned end. Between the agents'
+// Ready and the start broadcast, hooks.OnStart gets the run's Started (what Resume needs): its
+// error fails the run and the agents are told to stop. Prepare and control messages carry
+// spec.Controller, or this coordinator's id.
 func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (sum *metrics.Summary, err error) {
-	if spec.Plan == nil || spec.Plan.Plan == nil {
-		return nil, errors.New("cluster: a run needs a compiled plan")
-	}
 	if len(spec.Agents) == 0 {
 		return nil, errors.New("cluster: a run needs at least one agent")
 	}
@@ -210,13 +266,12 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	weights := make([]int, len(spec.Agents))
 	for i, a := range spec.Agents {
 		ids[i], weights[i] = a.ID, cmp.Or(a.Weight, a.Cores, 1)
-		if slices.Contains(ids[:i], a.ID) {
-			return nil, fmt.Errorf("cluster: agent %q is in the run twice", a.ID)
-		}
 	}
-	seq, err := segment.New(weights...)
+	spec.Controller = cmp.Or(spec.Controller, c.id)
+	spec.FenceAfter = cmp.Or(spec.FenceAfter, DefaultFenceAfter)
+	r, seq, err := c.newRun(spec, hooks, ids, weights)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: splitting the run over %d agents: %w", len(ids), err)
+		return nil, err
 	}
 	planJSON, err := json.Marshal(spec.Plan.Plan)
 	if err != nil {
@@ -227,37 +282,152 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	}
 	defer c.release(ids)
 
-	r := &run{c: c, spec: spec, hooks: hooks, ids: ids, log: c.log.With("run", spec.Run),
-		merger: NewMerger(spec.Plan, ids, weights)}
-	r.init()
 	// A run id is new to a run: whatever the stream holds under it is stale (a store dir that
 	// outlived its database). Then the consumer, before anything starts: nothing is missed.
-	filter := fmt.Sprintf("volley.run.%d.snap.*", spec.Run)
-	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: filter}); err != nil {
+	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
 		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
 	}
-	sub, err := c.js.PullSubscribe(filter, "",
-		nats.BindStream(SnapshotStream), nats.AckExplicit(), nats.DeliverAll(), nats.InactiveThreshold(time.Minute))
+	sub, err := c.subscribe(spec.Run)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: the run's snapshot consumer: %w", err)
+		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 
 	rtt, err := c.prepare(ctx, spec, ids, seq, planJSON)
 	if err != nil {
-		c.control(Control{Kind: ControlStop, Run: spec.Run, Reason: err.Error()})
+		r.control(Control{Kind: ControlStop, Reason: err.Error()})
 		return nil, err
 	}
 	r.startAt = c.now().Add(max(MinStartDelay, 3*rtt))
-	c.control(Control{Kind: ControlStart, Run: spec.Run, StartAtUnixNano: r.startAt.UnixNano()})
+	if err := r.onStart(weights); err != nil {
+		r.control(Control{Kind: ControlStop, Reason: err.Error()})
+		return nil, err
+	}
+	r.control(Control{Kind: ControlStart, StartAtUnixNano: r.startAt.UnixNano()})
 	r.log.Info("run started over agents", "agents", ids, "start_at", r.startAt)
+	return r.drive(ctx, sub, 0)
+}
 
+// onStart hands the run's Started to hooks.OnStart (an error or a panic fails the run).
+func (r *run) onStart(weights []int) (err error) {
+	if r.hooks.OnStart == nil {
+		return nil
+	}
+	st := Started{Controller: r.spec.Controller, StartAtUnixNano: r.startAt.UnixNano(),
+		FenceAfterMs: r.spec.FenceAfter.Milliseconds(), Agents: make([]StartedAgent, len(r.ids))}
+	for i, id := range r.ids {
+		st.Agents[i] = StartedAgent{ID: id, Weight: weights[i]}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+		if err != nil {
+			err = fmt.Errorf("cluster: run %d: keeping its start: %w", r.spec.Run, err)
+		}
+	}()
+	return r.hooks.OnStart(st)
+}
+
+// Resume takes over run spec.Run (spec.Plan as stored with the run; spec.Agents ignored) that a
+// controller process started as st, after that process died: no Prepare and no start broadcast;
+// the run's snapshots are replayed from the stream (no purge), seconds before from (the first
+// second the caller has not stored, ≥ 1) are merged again only to rebuild the merger's
+// run-so-far state and are not handed to OnSecond; OnAgentSecond gets every agent second again
+// (the store ignores duplicates). Returns the summary as Run does.
+//
+// The agents are st's, with st's weights; control messages (stop) carry st.Controller, the id
+// the agents were prepared with. An agent not seen yet has ResumeGrace from now to say hello
+// again (it reconnects, or the registry asks it) before it is lost; no second is closed with a
+// missing share before now + ResumeGrace unless every agent still expected has delivered it; the
+// run's end is at least now + ResumeGrace + EndMargin. Seconds before from close as soon as the
+// stream's snapshots of the run at the resume are all taken in (or at now + ResumeGrace).
+func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from int, hooks RunHooks) (*metrics.Summary, error) {
+	if len(st.Agents) == 0 || st.Controller == "" || st.StartAtUnixNano <= 0 {
+		return nil, fmt.Errorf("cluster: run %d cannot be resumed: its agents, controller or start are not known", spec.Run)
+	}
+	if from < 1 {
+		return nil, fmt.Errorf("cluster: run %d cannot be resumed from second %d", spec.Run, from)
+	}
+	ids := make([]string, len(st.Agents))
+	weights := make([]int, len(st.Agents))
+	for i, a := range st.Agents {
+		ids[i], weights[i] = a.ID, a.Weight
+	}
+	spec.Agents = nil
+	spec.Controller = st.Controller
+	spec.FenceAfter = time.Duration(st.FenceAfterMs) * time.Millisecond
+	r, _, err := c.newRun(spec, hooks, ids, weights)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.claim(spec.Run, ids); err != nil {
+		return nil, err
+	}
+	defer c.release(ids)
+
+	sub, err := c.subscribe(spec.Run)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	info, err := sub.ConsumerInfo()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the run's snapshot consumer: %w", err)
+	}
+	now := c.now()
+	r.startAt = time.Unix(0, st.StartAtUnixNano)
+	r.from = min(from, r.bound+1)
+	r.graceUntil = now.Add(ResumeGrace)
+	r.log.Info("resuming a run over agents", "agents", ids, "controller", st.Controller, "start_at", r.startAt,
+		"from_second", r.from, "snapshots_to_replay", info.NumPending, "grace_until", r.graceUntil)
+	return r.drive(ctx, sub, info.NumPending)
+}
+
+// newRun checks a run's agents and plan and makes its state; seq is the split of weights.
+func (c *Coordinator) newRun(spec RunSpec, hooks RunHooks, ids []string, weights []int) (*run, *segment.Sequence, error) {
+	if spec.Plan == nil || spec.Plan.Plan == nil {
+		return nil, nil, errors.New("cluster: a run needs a compiled plan")
+	}
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			return nil, nil, fmt.Errorf("cluster: agent %q is in the run twice", id)
+		}
+	}
+	seq, err := segment.New(weights...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: splitting the run over %d agents: %w", len(ids), err)
+	}
+	r := &run{c: c, spec: spec, hooks: hooks, ids: ids, log: c.log.With("run", spec.Run),
+		merger: NewMerger(spec.Plan, ids, weights)}
+	r.init()
+	return r, seq, nil
+}
+
+// runFilter is the subject of run's snapshots (every agent's).
+func runFilter(run int64) string { return fmt.Sprintf("volley.run.%d.snap.*", run) }
+
+// subscribe makes the run's snapshot consumer: ephemeral, pull, every message of the run the
+// stream holds (DeliverAll), each acknowledged.
+func (c *Coordinator) subscribe(run int64) (*nats.Subscription, error) {
+	sub, err := c.js.PullSubscribe(runFilter(run), "",
+		nats.BindStream(SnapshotStream), nats.AckExplicit(), nats.DeliverAll(), nats.InactiveThreshold(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the run's snapshot consumer: %w", err)
+	}
+	return sub, nil
+}
+
+// drive fetches the run's snapshots from sub (backlog: how many the stream held at the start,
+// after which the fetcher says it has caught up) and merges them until the run's end.
+func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64) (*metrics.Summary, error) {
+	r.caughtUp = backlog == 0
 	fctx, stopFetch := context.WithCancel(context.Background())
 	in := make(chan incoming, 256)
 	fetched := make(chan struct{})
 	go func() {
 		defer close(fetched)
-		r.fetch(fctx, sub, in)
+		r.fetch(fctx, sub, in, backlog)
 	}()
 	defer func() { stopFetch(); <-fetched }()
 	return r.loop(ctx, in)
@@ -286,20 +456,19 @@ func (c *Coordinator) release(ids []string) {
 	}
 }
 
-// control broadcasts m on its run's control subject.
-func (c *Coordinator) control(m Control) {
-	m.Controller = c.id
+// control broadcasts m on the run's control subject, from the run's controller id.
+func (r *run) control(m Control) {
+	m.Run, m.Controller = r.spec.Run, r.spec.Controller
 	b, _ := json.Marshal(m)
-	if err := c.conn.Publish(RunControlSubject(m.Run), b); err != nil {
-		c.log.Error("control broadcast failed", "run", m.Run, "kind", m.Kind, "err", err)
+	if err := r.c.conn.Publish(RunControlSubject(m.Run), b); err != nil {
+		r.log.Error("control broadcast failed", "kind", m.Kind, "err", err)
 	}
-	_ = c.conn.Flush()
+	_ = r.c.conn.Flush()
 }
 
 // prepare sends Prepare to every agent at once and returns the worst RTT they measured, or the
 // first refusal in part order.
 func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, seq *segment.Sequence, planJSON []byte) (time.Duration, error) {
-	fence := cmp.Or(spec.FenceAfter, DefaultFenceAfter)
 	errs := make([]error, len(ids))
 	rtts := make([]float64, len(ids))
 	var wg sync.WaitGroup
@@ -310,8 +479,8 @@ func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, s
 					errs[i] = &RefusedError{Agent: id, Reason: fmt.Sprintf("prepare failed: %v", p)}
 				}
 			}()
-			body, err := json.Marshal(Prepare{Run: spec.Run, Controller: c.id, Plan: planJSON,
-				Segment: seq.Segment(i).Wire(), Agents: ids, FenceAfterMs: fence.Milliseconds(),
+			body, err := json.Marshal(Prepare{Run: spec.Run, Controller: spec.Controller, Plan: planJSON,
+				Segment: seq.Segment(i).Wire(), Agents: ids, FenceAfterMs: spec.FenceAfter.Milliseconds(),
 				Secrets: spec.Plan.Plan.Secrets})
 			if err != nil {
 				errs[i] = err
@@ -353,10 +522,12 @@ func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, s
 	return time.Duration(max(0, worst) * float64(time.Millisecond)), nil
 }
 
-// incoming is a snapshot from the consumer (agent is the subject's: only agent id may publish it).
+// incoming is a snapshot from the consumer (agent is the subject's: only agent id may publish it),
+// or (caughtUp) the fetcher's word that every snapshot the stream held at the start is taken.
 type incoming struct {
-	agent string
-	snap  Snapshot
+	agent    string
+	snap     Snapshot
+	caughtUp bool
 }
 
 // run is one Run's state; only its loop goroutine touches it after init.
@@ -386,6 +557,12 @@ type run struct {
 	degraded bool
 	stopped  bool     // stop was broadcast
 	failures []string // agents' run errors
+
+	// A resumed run (Resume): seconds before from are merged only to rebuild the merger's run
+	// so far; until graceUntil no unseen agent is lost and no second closes with a share missing.
+	from       int       // the first second handed to OnSecond (1 for Run)
+	graceUntil time.Time // zero for Run
+	caughtUp   bool      // every snapshot the stream held at the start is taken in
 }
 
 func (r *run) init() {
@@ -394,7 +571,7 @@ func (r *run) init() {
 	for i, id := range r.ids {
 		r.index[id] = i
 	}
-	r.next = 1
+	r.next, r.from = 1, 1
 	load := r.spec.Plan.Plan.Load
 	r.planned = int((load.Length()+load.GracefulStop.D()+time.Second-1)/time.Second) + 1
 	r.bound = r.planned
@@ -418,8 +595,9 @@ func (r *run) once(key, msg string, args ...any) {
 	r.log.Warn(msg, args...)
 }
 
-// fetch pulls the run's snapshots, acknowledges each and hands the well-formed ones to in.
-func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incoming) {
+// fetch pulls the run's snapshots, acknowledges each and hands the well-formed ones to in; once
+// backlog messages are fetched (> 0: what the stream held at the start), a caughtUp.
+func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incoming, backlog uint64) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("snapshot fetcher panicked", "panic", p)
@@ -427,6 +605,15 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 	}()
 	prefix := fmt.Sprintf("volley.run.%d.snap.", r.spec.Run)
 	bad := map[string]bool{}
+	var got uint64
+	send := func(m incoming) bool {
+		select {
+		case in <- m:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for ctx.Err() == nil {
 		fctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		msgs, err := sub.Fetch(64, nats.Context(fctx))
@@ -440,6 +627,7 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 		}
 		for _, m := range msgs {
 			_ = m.Ack()
+			got++
 			agent := strings.TrimPrefix(m.Subject, prefix)
 			var s Snapshot
 			if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
@@ -447,11 +635,10 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 					bad[agent] = true
 					r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
 				}
-				continue
+			} else if !send(incoming{agent: agent, snap: s}) {
+				return
 			}
-			select {
-			case in <- incoming{agent: agent, snap: s}:
-			case <-ctx.Done():
+			if got == backlog && !send(incoming{caughtUp: true}) {
 				return
 			}
 		}
@@ -463,24 +650,33 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 	defer func() {
 		if p := recover(); p != nil {
 			sum, err = nil, fmt.Errorf("cluster: run %d: %v", r.spec.Run, p)
-			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: err.Error()})
+			r.control(Control{Kind: ControlStop, Reason: err.Error()})
 		}
 	}()
 	load := r.spec.Plan.Plan.Load
 	grace := load.GracefulStop.D()
 	end := r.startAt.Add(load.Length() + grace + EndMargin)
+	if !r.graceUntil.IsZero() {
+		end = later(end, r.graceUntil.Add(EndMargin)) // resumed: the agents may still be coming back
+	}
 	t := time.NewTicker(r.c.tick)
 	defer t.Stop()
 	done := ctx.Done()
 	for {
 		select {
 		case m := <-in:
-			r.take(m)
+			if m.caughtUp {
+				r.caughtUp = true
+			} else {
+				r.take(m)
+			}
+		case <-r.c.halt:
+			return nil, errHalted
 		case <-done:
 			done = nil
 			if !r.stopped {
 				r.stopped = true
-				r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "stopped"})
+				r.control(Control{Kind: ControlStop, Reason: "stopped"})
 				now := r.c.now()
 				if e := now.Add(grace + EndMargin); e.Before(end) {
 					end = e
@@ -496,7 +692,7 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		over := !now.Before(end)
 		if over && !r.stopped {
 			r.stopped = true // whoever still runs past the end is told to stop
-			r.c.control(Control{Kind: ControlStop, Run: r.spec.Run, Reason: "the run's end has passed"})
+			r.control(Control{Kind: ControlStop, Reason: "the run's end has passed"})
 		}
 		if over {
 			for i := range r.ids {
@@ -549,8 +745,8 @@ func (r *run) take(m incoming) {
 		r.once("empty "+m.agent, "ignoring a snapshot without a second", "agent", m.agent, "second", s.Second)
 		return
 	}
-	if s.Second >= r.next+FutureSeconds {
-		r.once("future "+m.agent, "ignoring a snapshot for a second far ahead", "agent", m.agent, "second", s.Second, "merging", r.next)
+	if h := r.horizon(); s.Second >= h+FutureSeconds {
+		r.once("future "+m.agent, "ignoring a snapshot for a second far ahead", "agent", m.agent, "second", s.Second, "merging", r.next, "horizon", h)
 		return
 	}
 	if _, dup := r.seen[i][s.Second]; dup {
@@ -578,6 +774,18 @@ func (r *run) take(m incoming) {
 		r.pending[s.Second] = p
 	}
 	p[i] = part
+}
+
+// horizon is the second from which FutureSeconds counts: the next to merge, or — a resumed run
+// catching up, whose next second may lag far behind — the first to hand to OnSecond or the
+// second the run's clock is in, if later. Bounded by r.bound: what waits is at most
+// (horizon − next + FutureSeconds) × agents parts.
+func (r *run) horizon() int {
+	h := max(r.next, r.from)
+	if d := r.c.now().Sub(r.startAt); d > 0 {
+		h = max(h, int(d/time.Second)+1)
+	}
+	return min(h, r.bound)
 }
 
 // final files agent i's final message s. A final that failed (Error), has no engine state (but
@@ -610,13 +818,17 @@ func (r *run) final(i int, s Snapshot) {
 	}
 }
 
-// watch marks agents whose presence expired as lost.
+// watch marks agents whose presence expired as lost; in a resumed run, an agent the registry
+// does not know yet is not lost before graceUntil (it is coming back).
 func (r *run) watch(now time.Time) {
 	for i, id := range r.ids {
 		if r.lost[i] || r.finals[i] != nil {
 			continue
 		}
 		seen, ok := r.c.reg.Seen(id)
+		if !ok && now.Before(r.graceUntil) {
+			continue
+		}
 		if !ok || now.Sub(seen) > bus.PresenceTTL {
 			r.lose(i, "its presence expired")
 		}
@@ -670,7 +882,13 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 				waiting = true
 			}
 		}
-		due := s <= r.planned && !now.Before(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace))
+		var due bool
+		if s < r.from {
+			// Merged again for the run so far: what the stream held at the resume is all there is.
+			due = r.caughtUp || !now.Before(r.graceUntil)
+		} else {
+			due = s <= r.planned && !now.Before(later(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace), r.graceUntil))
+		}
 		if waiting && !due && !over {
 			return
 		}
@@ -689,7 +907,7 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 		m := r.merger.Second(s, parts)
 		delete(r.pending, s)
 		r.next++
-		if r.hooks.OnSecond != nil {
+		if r.hooks.OnSecond != nil && s >= r.from {
 			r.hooks.OnSecond(m)
 		}
 	}
@@ -697,6 +915,17 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 
 // closeBudget is the most seconds one closeSeconds call merges.
 const closeBudget = 256
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// errHalted ends a run whose coordinator was halted (tests: the controller process killed).
+var errHalted = errors.New("cluster: the coordinator was halted")
 
 // finished: every agent delivered its final or is lost, and every second is merged (up to r.bound).
 func (r *run) finished() bool {

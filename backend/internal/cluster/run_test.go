@@ -60,7 +60,14 @@ var t0 = time.Unix(1_800_000_000, 0)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	b, err := bus.Start(bus.Config{})
+	return newEnvOn(t, bus.Config{}, testutil.NewClock(t0))
+}
+
+// newEnvOn is newEnv on a broker of cfg (with a StoreDir, the snapshot stream is on disk) and
+// the clock clk.
+func newEnvOn(t *testing.T, cfg bus.Config, clk *testutil.Clock) *env {
+	t.Helper()
+	b, err := bus.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +77,12 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	e := &env{t: t, b: b, clk: testutil.NewClock(t0), ticks: make(chan struct{}, 1), logs: &recLog{}}
+	e := &env{t: t, b: b, clk: clk, ticks: make(chan struct{}, 1), logs: &recLog{}}
 	if e.reg, err = Start(nc, "1.2.3", e.clk.Now); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.reg.Stop)
-	if e.co, err = NewCoordinator(nc, e.reg, slog.New(e.logs)); err != nil {
+	if e.co, err = NewCoordinator(nc, e.reg, slog.New(e.logs), FileStore(cfg.StoreDir != "")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.co.Close)
@@ -269,9 +276,10 @@ func (a *fakeAgent) control() Control {
 
 // hooks collects a run's merged and per-agent seconds.
 type hooks struct {
-	merged chan metrics.Sample
-	mu     sync.Mutex
-	own    map[string]map[int]int // agent → second → times given
+	merged  chan metrics.Sample
+	mu      sync.Mutex
+	own     map[string]map[int]int // agent → second → times given
+	onStart func(Started) error    // RunHooks.OnStart (nil: none)
 }
 
 func newHooks() *hooks {
@@ -280,6 +288,7 @@ func newHooks() *hooks {
 
 func (h *hooks) RunHooks() RunHooks {
 	return RunHooks{
+		OnStart:  h.onStart,
 		OnSecond: func(s metrics.Sample) { h.merged <- s },
 		OnAgentSecond: func(agent string, s metrics.Sample) {
 			h.mu.Lock()
@@ -337,10 +346,15 @@ type result struct {
 }
 
 func (e *env) run(ctx context.Context, spec RunSpec, h *hooks) <-chan result {
+	return e.start(func() (*metrics.Summary, error) { return e.co.Run(ctx, spec, h.RunHooks()) })
+}
+
+// start runs f (the coordinator's Run or Resume) and returns its result once it ends.
+func (e *env) start(f func() (*metrics.Summary, error)) <-chan result {
 	out := make(chan result, 1)
 	e.ended = make(chan struct{})
 	go func() {
-		s, err := e.co.Run(ctx, spec, h.RunHooks())
+		s, err := f()
 		out <- result{s, err}
 		close(e.ended)
 	}()

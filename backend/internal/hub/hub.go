@@ -33,6 +33,7 @@ type topic struct {
 	history [][]byte
 	clients map[*client]struct{}
 	closed  bool
+	seeded  bool // made by Seed: the next Open keeps it
 }
 
 type client struct {
@@ -50,11 +51,30 @@ func New(checkOrigin func(r *http.Request) bool) *Hub {
 	}}
 }
 
-// Open creates the topic of a run that is starting.
+// Open creates the topic of a run that is starting. A topic Seed made is kept as it is (once:
+// the Open after that makes a new one).
 func (h *Hub) Open(runID int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if t := h.topics[runID]; t != nil && t.seeded {
+		t.seeded = false
+		return
+	}
 	h.topics[runID] = &topic{clients: map[*client]struct{}{}}
+}
+
+// Seed opens the topic of a run that goes on after a restart with history, the messages of its
+// seconds stored so far (the hub keeps the slice), so that a viewer who joins — or rejoins —
+// gets every second again, then the live ones. The run's Open that follows keeps this topic.
+func (h *Hub) Seed(runID int64, history [][]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old := h.topics[runID]; old != nil { // a topic replaced ends its viewers' streams
+		for c := range old.clients {
+			c.drop()
+		}
+	}
+	h.topics[runID] = &topic{history: history, clients: map[*client]struct{}{}, seeded: true}
 }
 
 // Publish appends msg to the run's history and sends it to every client, dropping clients whose

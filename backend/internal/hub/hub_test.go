@@ -129,3 +129,57 @@ func TestSlowClientIsDroppedNotWaitedFor(t *testing.T) {
 	h.Close(1, []byte("end"))
 	c.Close()
 }
+
+// A run resumed after a restart: Seed opens its topic with the stored seconds; a viewer who joins
+// then (before the run is begun again) stays subscribed through the run's Open, which keeps the
+// seeded topic, and gets the seeded history then the live messages, each once; a viewer who joins
+// after the Open gets the same. The Open after that is a new topic again.
+func TestSeededTopicKeepsHistoryThroughOpen(t *testing.T) {
+	h := New(nil)
+	h.Seed(1, [][]byte{[]byte("s1"), []byte("s2")})
+	if !h.Active(1) {
+		t.Fatal("a seeded topic is not active")
+	}
+	url := serve(t, h, noStore)
+	early := dial(t, url)
+	waitClients(t, h, 1)
+	h.Open(1) // the resumed run begins: the topic, its history and its viewer stay
+	if n := h.Clients(); n != 1 {
+		t.Fatalf("%d clients after the run's Open, want the early one kept", n)
+	}
+	h.Publish(1, []byte("s3"))
+	late := dial(t, url)
+	waitClients(t, h, 2)
+	h.Publish(1, []byte("s4"))
+	h.Close(1, []byte("summary"))
+	want := "s1,s2,s3,s4,summary"
+	if got := strings.Join(readAll(t, early), ","); got != want {
+		t.Errorf("viewer joined before the Open: %s, want %s", got, want)
+	}
+	if got := strings.Join(readAll(t, late), ","); got != want {
+		t.Errorf("viewer joined after the Open: %s, want %s", got, want)
+	}
+
+	h.Seed(2, [][]byte{[]byte("old")})
+	h.Open(2)
+	h.Open(2) // only the first Open keeps a seeded topic
+	h.mu.Lock()
+	n := len(h.topics[2].history)
+	h.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the second Open kept %d seeded messages", n)
+	}
+	h.Close(2, nil)
+}
+
+// waitClients waits (5 s at most) until n clients are subscribed.
+func waitClients(t *testing.T, h *Hub, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Clients() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients subscribed, want %d", h.Clients(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

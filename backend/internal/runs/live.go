@@ -76,9 +76,9 @@ type Topics interface {
 type HubSink struct {
 	Hub Topics
 	Log *slog.Logger
-	// Runs, when set, is where Finish reads the ended run's plan (id and name), notes and tags
-	// for the summary message; the run is stored by then (StoreSink comes first). Without it, or
-	// when the read fails, those fields stay zero.
+	// Runs, when set, is where Finish reads the ended run's plan (id and name), start, notes and
+	// tags for the summary message; the run is stored by then (StoreSink comes first). Without it, or
+	// when the read fails, those fields stay zero (the start: the runner's).
 	Runs interface {
 		GetRun(ctx context.Context, id int64) (*store.Run, error)
 	}
@@ -110,6 +110,7 @@ func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, s
 	if k.Runs != nil {
 		if st, err := k.Runs.GetRun(context.Background(), runID); err == nil {
 			r.PlanID, r.PlanName, r.Notes, r.Tags = st.PlanID, st.PlanName, st.Notes, st.Tags
+			r.StartedAt = st.StartedAt // a resumed run's start, not the instant it was taken up again
 		} else {
 			k.Log.Error("summary message: read the run's plan", "run", runID, "err", err)
 		}

@@ -1,8 +1,9 @@
 // Package runs owns a run's lifecycle between the HTTP layer (api) and the runner, storage and
-// live hub: starting a stored plan (parse, limits, secrets, the run's row, the runner), stopping
-// and deleting runs, rebuilding a finished run's live stream from storage, and the runner's two
-// sinks — StoreSink (every second stored as it happens, a run failed when storage is lost) and
-// HubSink (the live topic, opened at the run's start and closed with its summary).
+// live hub: starting a stored plan (parse, limits, secrets, the run's row, the runner), taking
+// over a run over agents a previous process left running (Resume), stopping and deleting runs,
+// rebuilding a finished run's live stream from storage, and the runner's two sinks — StoreSink
+// (every second stored as it happens, a run failed when storage is lost) and HubSink (the live
+// topic, opened at the run's start and closed with its summary).
 //
 // Each dependency is a small interface declared here (Store, Runner, SampleWriter, Topics); the
 // api declares the few methods of Service it calls.
@@ -48,6 +49,11 @@ type Service struct {
 	store  Store
 	runner Runner
 	log    *slog.Logger
+	// resumed prepares the sinks for a run that goes on after a restart (Resume): the live
+	// topic seeded with its stored seconds' messages, the store's totals continued. Set by
+	// Wire; nil (New): the run goes on without them.
+	resumed func(runID int64, history [][]byte, requests, errs int64)
+	topics  Topics // the live hub (Wire); nil: none
 }
 
 // New makes the service over a store and a runner (whose sinks are the caller's: see Wire).
@@ -86,7 +92,18 @@ func Wire(c Config) (*Service, *runner.Runner) {
 	rn := runner.New(c.Log, append([]runner.Sink{ss, &HubSink{Hub: c.Hub, Log: c.Log, Runs: c.Store}}, c.Sinks...)...)
 	ss.Fail = rn.Fail // a run whose seconds cannot be stored is stopped and fails with the reason
 	rn.SetTargetPolicy(c.Policy)
-	return New(c.Store, rn, c.Log), rn
+	svc := New(c.Store, rn, c.Log)
+	svc.topics = c.Hub
+	seeder, _ := c.Hub.(interface {
+		Seed(runID int64, history [][]byte)
+	})
+	svc.resumed = func(runID int64, history [][]byte, requests, errs int64) {
+		ss.Continue(runID, requests, errs)
+		if seeder != nil {
+			seeder.Seed(runID, history)
+		}
+	}
+	return svc, rn
 }
 
 // ActiveError is returned by Delete for the run in progress.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -86,12 +87,18 @@ type StoreSink struct {
 	requests int64
 	errors   int64
 
+	cmu   sync.Mutex
+	carry *carried // Continue's totals for the next Start of their run
+
 	pending      []pendingSample // seconds not yet stored, oldest first
 	pendingBytes int
 	failingSince time.Time // first failed write of the current streak (zero: writes succeed)
 	lastErr      error
 	failErr      *StorageError // the error the run was failed with
 }
+
+// carried is a resumed run's totals so far (Continue).
+type carried struct{ runID, requests, errors int64 }
 
 type pendingSample struct {
 	smp store.Sample
@@ -115,8 +122,27 @@ func (k *StoreSink) sleep(d time.Duration) {
 
 func (k *StoreSink) bufferFor() time.Duration { return cmp.Or(k.BufferFor, DefaultBufferFor) }
 
-// Start implements runner.Sink: the sink's state is the new run's.
-func (k *StoreSink) Start(runID int64, _ time.Time) { k.reset(runID) }
+// Start implements runner.Sink: the sink's state is the new run's (its totals Continue's when
+// the run is one that goes on).
+func (k *StoreSink) Start(runID int64, _ time.Time) {
+	k.reset(runID)
+	k.cmu.Lock()
+	defer k.cmu.Unlock()
+	if c := k.carry; c != nil && c.runID == runID {
+		k.requests, k.errors = c.requests, c.errors
+	}
+	k.carry = nil
+}
+
+// Continue makes the next Start of run runID go on from the totals of its seconds already stored
+// (requests and errors: the sums of their samples' fields) instead of zero, so that the run's
+// list columns stay its whole run's: a run resumed after a restart (Service.Resume). Safe to call
+// while another run is active.
+func (k *StoreSink) Continue(runID int64, requests, errs int64) {
+	k.cmu.Lock()
+	defer k.cmu.Unlock()
+	k.carry = &carried{runID: runID, requests: requests, errors: errs}
+}
 
 // Sample implements runner.Sink: one transaction for the second's row and the run's totals.
 // The sample's JSON is the runner's shared encoding (the live stream sends the same bytes).
