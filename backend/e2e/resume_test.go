@@ -156,7 +156,7 @@ const (
 	jsPoints   = `Number(document.querySelector('[data-testid="chart-tps"]')?.getAttribute("data-points") ?? 0)`
 	jsLost     = `document.querySelector('[data-testid="connection-lost"]') !== null`
 	jsMark     = `window.__volleyRestartMark === 1`
-	jsStatus   = `document.querySelector('[data-testid="run-status"]')?.dataset.status ?? ""`
+	jsStatus   = `(document.querySelector('[data-testid="run-status"]')?.dataset.status ?? "")`
 	jsBanners  = `[...document.querySelectorAll('[role="alert"], [data-testid="connection-lost"]')].map(b => b.textContent.trim()).join(" | ")`
 	resumeWait = 60 * time.Second // bound on the restarted server's health and on the run's end
 )
@@ -205,7 +205,7 @@ func (rc restartCase) run(t *testing.T) {
 	stored := waitSecond(t, base, run.ID, 10, 45*time.Second)
 	killedAt := time.Now()
 	first.kill(t)
-	t.Logf("SIGKILLed volley serve (pid %d) %s after the run's start, second %d stored", first.cmd.Process.Pid,
+	t.Logf("SIGKILLed volley serve (pid %d) %s after POST …/runs, second %d stored", first.cmd.Process.Pid,
 		killedAt.Sub(started).Round(time.Millisecond), stored)
 	if rc.browser {
 		waitJS(t, ctx, "the page showing the lost live stream", jsLost, 4*time.Second)
