@@ -114,7 +114,7 @@ func TestServeTakesOverRunsOverAgents(t *testing.T) {
 
 // leaveRuns stores, in a new database db, what a server killed during two runs leaves: a local
 // run and a run over agents (its Started stored: one agent, started 3 s ago, a 10-minute plan with
-// no graceful stop), each "running" with 2 seconds stored.
+// a 1 ms graceful stop), each "running" with 2 seconds stored.
 func leaveRuns(t *testing.T, db string) (local, over int64) {
 	t.Helper()
 	st, err := store.Open(db)
@@ -123,7 +123,7 @@ func leaveRuns(t *testing.T, db string) (local, over int64) {
 	}
 	defer st.Close()
 	ctx := t.Context()
-	p, err := st.CreatePlan(ctx, "p", []byte(`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"10m","graceful_stop":"0s"}}`))
+	p, err := st.CreatePlan(ctx, "p", []byte(`{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"10m","graceful_stop":"1ms"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,24 +28,24 @@ func natsCluster(t *testing.T, n int) *nats.Conn {
 		_ = l.Close()
 		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
 	}
-	var first string
+	nodes := make([]*server.Server, n)
 	for i := range n {
-		s, err := server.NewServer(&server.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1",
+		var err error
+		nodes[i], err = server.NewServer(&server.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1",
 			Port: server.RANDOM_PORT, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir(),
 			Cluster: server.ClusterOpts{Name: "volley-test", Host: "127.0.0.1", Port: ports[i]}, Routes: routes})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Start()
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		nodes[i].Start()
+		t.Cleanup(func() { nodes[i].Shutdown(); nodes[i].WaitForShutdown() })
+	}
+	for _, s := range nodes {
 		if !s.ReadyForConnections(10 * time.Second) {
 			t.Fatal("nats-server not ready")
 		}
-		if i == 0 {
-			first = s.ClientURL()
-		}
 	}
-	nc, err := nats.Connect(first)
+	nc, err := nats.Connect(nodes[0].ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/volley-load/volley/backend/internal/bus"
-	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -65,7 +63,7 @@ func TestResumeAfterControllerCrash(t *testing.T) {
 	const run = 41
 	dir := t.TempDir()
 	clk := testutil.NewClock(t0)
-	e1 := newEnvOn(t, bus.Config{StoreDir: dir}, clk)
+	e1 := newEnvOn(t, dir, clk)
 	e1.co.halt = make(chan struct{})
 	ids := []string{"a", "b", "c"}
 	weights := []int{1, 2, 1}
@@ -157,7 +155,7 @@ func TestResumeAfterControllerCrash(t *testing.T) {
 	e1.co.Close()
 	e1.b.Close()
 	clk.Add(4500 * time.Millisecond)
-	e2 := newEnvOn(t, bus.Config{StoreDir: dir}, clk)
+	e2 := newEnvOn(t, dir, clk)
 	if info, err := e2.co.js.StreamInfo(SnapshotStream); err != nil || info.Config.Storage != nats.FileStorage || info.State.Msgs != 11 {
 		t.Fatalf("the stream after the restart: %v %+v", err, info)
 	}
@@ -179,9 +177,7 @@ func TestResumeAfterControllerCrash(t *testing.T) {
 		send(ag, i, 5)
 	}
 	for i, ag := range ags2 {
-		n := 5 * partOf(i, 1).Sample.Requests
-		ag.publish(run, Snapshot{Run: run, Agent: ag.id, Second: 6,
-			Final: &FinalPart{State: &engine.Final{DurationS: 5, Requests: n, Successes: n}}}, "")
+		ag.finalN(run, 6, 0, 5*partOf(i, 1).Sample.Requests)
 	}
 	r := wait(t, res2)
 	if r.err != nil {

@@ -60,14 +60,14 @@ var t0 = time.Unix(1_800_000_000, 0)
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvOn(t, bus.Config{}, testutil.NewClock(t0))
+	return newEnvOn(t, "", testutil.NewClock(t0))
 }
 
-// newEnvOn is newEnv on a broker of cfg (with a StoreDir, the snapshot stream is on disk) and
-// the clock clk.
-func newEnvOn(t *testing.T, cfg bus.Config, clk *testutil.Clock) *env {
+// newEnvOn is newEnv on a broker with JetStream's file store in storeDir ("": in memory) and the
+// clock clk.
+func newEnvOn(t *testing.T, storeDir string, clk *testutil.Clock) *env {
 	t.Helper()
-	b, err := bus.Start(cfg)
+	b, err := bus.Start(bus.Config{StoreDir: storeDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func newEnvOn(t *testing.T, cfg bus.Config, clk *testutil.Clock) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.reg.Stop)
-	if e.co, err = NewCoordinator(nc, e.reg, slog.New(e.logs), FileStore(cfg.StoreDir != "")); err != nil {
+	if e.co, err = NewCoordinator(nc, e.reg, slog.New(e.logs), FileStore(storeDir != "")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.co.Close)
@@ -258,8 +258,14 @@ func (a *fakeAgent) second(run int64, s int, n int64) {
 
 func (a *fakeAgent) final(run int64, s int, started int64) {
 	a.e.t.Helper()
+	a.finalN(run, s, started, 10)
+}
+
+// finalN is agent a's final message of run at second s with n requests (all successes).
+func (a *fakeAgent) finalN(run int64, s int, started, n int64) {
+	a.e.t.Helper()
 	a.publish(run, Snapshot{Run: run, Agent: a.id, Second: s, StartedUnixNano: started,
-		Final: &FinalPart{State: &engine.Final{DurationS: float64(s - 1), Requests: 10, Successes: 10}}}, "")
+		Final: &FinalPart{State: &engine.Final{DurationS: float64(s - 1), Requests: n, Successes: n}}}, "")
 }
 
 // control waits for the agent's next control message.

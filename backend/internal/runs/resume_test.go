@@ -28,10 +28,14 @@ func TestResumeGoesOnFromTheStoredSeconds(t *testing.T) {
 	var pw *progressWriter
 	r := newRig(t, rigConfig{writer: func(st *store.Store) runs.SampleWriter { pw = &progressWriter{Store: st}; return pw }})
 	ctx := t.Context()
-	spec := strings.Replace(planJSON("http://127.0.0.1:9/", 2, "8s"), `"name":"home",`,
-		`"name":"home","headers":{"Authorization":"Bearer {{secret.TOKEN}}","X-Trace":"on"},`, 1)
-	pid := r.plan(spec)
-	snapshot := plan.MaskSpec([]byte(spec))
+	p, err := plan.Parse([]byte(strings.Replace(planJSON("http://127.0.0.1:9/", 2, "8s"), `"name":"home",`,
+		`"name":"home","headers":{"Authorization":"Bearer {{secret.TOKEN}}","X-Trace":"on"},`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := plan.Marshal(p) // as the API stores a plan: its defaults filled
+	pid := r.plan(string(spec))
+	snapshot := plan.MaskSpec(spec)
 	if !bytes.Contains(snapshot, []byte(plan.Masked)) {
 		t.Fatalf("the snapshot %s has no masked header: the test would not test SnapshotPlan", snapshot)
 	}
