@@ -24,6 +24,10 @@ export default defineConfig({
   },
   test: {
     environment: 'jsdom',
+    // Worker threads rather than child processes (vitest's default 'forks'): each test file keeps
+    // its own isolated jsdom and module graph, and the suite took 108 s instead of 393 s on two
+    // busy cores (measured side by side, the same 298 tests).
+    pool: 'threads',
     include: ['src/**/*.test.ts'],
     setupFiles: ['src/test-setup.ts'],
     restoreMocks: true,
