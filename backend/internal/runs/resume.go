@@ -22,9 +22,10 @@ var ErrNotResumable = errors.New("runs: the run is not running: nothing to resum
 // runner begins it under that id (StartDriven's lifecycle: one run at a time, Stop, Done), its
 // live topic opens holding its stored seconds (a viewer who reconnects gets every second again,
 // then the live ones), the store's totals go on from those seconds' (StoreSink.Continue), and
-// drive hands the seconds from the first one not stored. drive gets the plan the run started
-// with: the run's snapshot compiled (SnapshotPlan: secret header values are not in it; a
-// resumed drive merges, it sends no plan). When the run cannot be begun again its topic is
+// drive hands the seconds from the first one not stored; the summary is Degraded when a stored
+// second has an agent's share missing (it stays stored so, whatever the replay merges again).
+// drive gets the plan the run started with: the run's snapshot compiled (SnapshotPlan: secret
+// header values are not in it; a resumed drive merges, it sends no plan). When the run cannot be begun again its topic is
 // closed and the error returned; the caller marks it interrupted (store.MarkRunInterrupted).
 // Errors: store.ErrNotFound, ErrNotResumable, the snapshot's *plan.ValidationError,
 // *runner.BusyError, ErrNoDriven, a storage error.
@@ -50,16 +51,19 @@ func (s *Service) Resume(ctx context.Context, runID int64, drive Drive) error {
 	}
 	history := make([][]byte, 0, len(smps))
 	var requests, errs int64
+	degraded := false // a stored second lacks an agent's share (the drive may not see it again)
 	for _, smp := range smps {
 		var counts struct {
-			Requests int64 `json:"requests"`
-			Errors   int64 `json:"errors"`
+			Requests     int64   `json:"requests"`
+			Errors       int64   `json:"errors"`
+			MissingShare float64 `json:"missing_share"`
 		}
 		if err := json.Unmarshal(smp.Data, &counts); err != nil { // a damaged row, as Stream leaves it out
 			s.log.Warn("resume: stored sample is not valid JSON; left out of the live stream and the totals", "run", runID, "second", smp.Second)
 			continue
 		}
 		requests, errs = requests+counts.Requests, errs+counts.Errors
+		degraded = degraded || counts.MissingShare > 0
 		m, _ := sampleMessage(smp.Data, nil)
 		history = append(history, m)
 	}
@@ -68,7 +72,11 @@ func (s *Service) Resume(ctx context.Context, runID int64, drive Drive) error {
 	}
 	_, err = dr.StartDriven(c, func(time.Time) (int64, error) { return runID, nil },
 		func(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
-			return drive(ctx, id, c, onSample)
+			sum, err := drive(ctx, id, c, onSample)
+			if sum != nil && degraded {
+				sum.Degraded = true // stored as it was merged: the run is degraded whatever the replay merged
+			}
+			return sum, err
 		})
 	if err != nil {
 		if s.resumed != nil && s.topics != nil { // the seeded topic: its viewers are told the run is over

@@ -48,6 +48,9 @@ func TestResumeGoesOnFromTheStoredSeconds(t *testing.T) {
 		var req, errs int64
 		for s := 1; s <= 5; s++ {
 			smp := second(s)
+			if s == 3 {
+				smp.MissingShare = 0.5 // merged without an agent's share before the crash
+			}
 			req, errs = req+smp.Requests, errs+smp.Errors
 			data, _ := json.Marshal(&smp)
 			if err := r.st.AppendSample(ctx, run.ID, store.Sample{Second: s, TMs: smp.T, Data: data},
@@ -109,6 +112,9 @@ func TestResumeGoesOnFromTheStoredSeconds(t *testing.T) {
 	}
 
 	ended := r.run(id)
+	if !ended.Degraded {
+		t.Error("run not degraded although its stored second 3 misses an agent's share")
+	}
 	if ended.Status != store.StatusFinished || ended.Requests != total(8) || !ended.StartedAt.Equal(t0) {
 		t.Errorf("run %d: %s, %d requests, started %v; want finished, %d, %v", id, ended.Status, ended.Requests, ended.StartedAt, total(8), t0)
 	}
