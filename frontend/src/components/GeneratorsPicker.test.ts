@@ -93,6 +93,11 @@ describe('RunAgentsBadge and AgentsPanel', () => {
     const rows = getAllByTestId('agent-run-row').map((r) => r.textContent ?? '');
     expect(rows).toHaveLength(2);
     for (const want of ['gen-a', '20 %', '30 %', '40 %', '2 MiB']) expect(rows[0]).toContain(want);
+    // gen-b's "CPU now" is not its last figure: it is missing since second 2
+    expect(rows[1]).toContain('missing since s2');
+    const cpuNow = getAllByTestId('agent-run-row')[1].children[1];
+    expect(cpuNow.textContent).not.toContain('%');
+    expect(getAllByTestId('agent-missing-now').map((c) => c.closest('tr')?.dataset.agent)).toEqual(['gen-b']);
     const marks = getAllByTestId('missing-second');
     expect(marks.map((m) => m.textContent)).toEqual(['s2: share missing: gen-b']);
     expect(marks[0].getAttribute('title')).toContain('50');

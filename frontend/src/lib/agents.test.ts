@@ -44,10 +44,21 @@ describe('AgentsStore', () => {
     expect(st.push(second(2, { missing_share: 0.5, missing_agents: ['b'] }))).toBe(false); // the same second again
     expect(st.any).toBe(true);
     expect(st.list).toEqual([
-      { id: 'a', seconds: 2, cpuLast: 30, cpuAvg: 20, cpuMax: 30, rssMax: 200, cpuSum: 40 },
-      { id: 'b', seconds: 1, cpuLast: 50, cpuAvg: 50, cpuMax: 50, rssMax: 300, cpuSum: 50 },
+      { id: 'a', seconds: 2, missingSince: 0, cpuLast: 30, cpuAvg: 20, cpuMax: 30, rssMax: 200, cpuSum: 40 },
+      { id: 'b', seconds: 1, missingSince: 2, cpuLast: 50, cpuAvg: 50, cpuMax: 50, rssMax: 300, cpuSum: 50 },
     ]);
-    expect(st.missing).toEqual([{ second: 2, share: 0.5, agents: ['b'] }]);
+    // b back (its spool after a reconnect): delivering again; an earlier second replayed changes nothing.
+    st.push(second(3, { agents: { a: { cpu_percent: 30, rss_bytes: 200 } as never, b: { cpu_percent: 40, rss_bytes: 300 } as never } }));
+    expect(st.list.find((r) => r.id === 'b')?.missingSince).toBe(0);
+    st.push(second(2, { missing_share: 0.5, missing_agents: ['b'] }));
+    expect(st.list.find((r) => r.id === 'b')?.missingSince).toBe(0);
+    // an agent missing from its first second on has a row saying so
+    st.push(second(4, { agents: { a: { cpu_percent: 30, rss_bytes: 200 } as never }, missing_share: 0.6, missing_agents: ['b', 'c'] }));
+    expect(st.list.map((r) => [r.id, r.missingSince])).toEqual([['a', 0], ['b', 4], ['c', 4]]);
+    expect(st.missing).toEqual([
+      { second: 2, share: 0.5, agents: ['b'] },
+      { second: 4, share: 0.6, agents: ['b', 'c'] },
+    ]);
     st.reset();
     expect(st.any).toBe(false);
   });

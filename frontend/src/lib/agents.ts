@@ -57,6 +57,9 @@ export function idleMatching(agents: readonly Agent[], labels?: Record<string, s
 export interface AgentRow {
   id: string;
   seconds: number;
+  /** missingSince: the first second of the agent's current absence (its share missing in every
+   * second since, up to the latest one); 0 while it delivers. Its CPU "now" is then unknown. */
+  missingSince: number;
   cpuLast: number;
   cpuAvg: number;
   cpuMax: number;
@@ -74,6 +77,7 @@ export interface MissingSecond {
 export class AgentsStore {
   rows = new Map<string, AgentRow & { cpuSum: number }>();
   missing: MissingSecond[] = [];
+  latest = 0; // the latest second pushed
 
   /** any: the run is over agents (some second named an agent). */
   get any(): boolean {
@@ -83,6 +87,7 @@ export class AgentsStore {
   reset(): void {
     this.rows = new Map();
     this.missing = [];
+    this.latest = 0;
   }
 
   push(s: Sample): boolean {
@@ -90,17 +95,34 @@ export class AgentsStore {
     for (const [id, c] of Object.entries(s.agents ?? {})) {
       let r = this.rows.get(id);
       if (!r) {
-        r = { id, seconds: 0, cpuLast: 0, cpuAvg: 0, cpuMax: 0, rssMax: 0, cpuSum: 0 };
+        r = { id, seconds: 0, missingSince: 0, cpuLast: 0, cpuAvg: 0, cpuMax: 0, rssMax: 0, cpuSum: 0 };
         this.rows.set(id, r);
       }
       const cpu = c.cpu_percent ?? 0;
       r.seconds++;
+      r.missingSince = 0;
       r.cpuLast = cpu;
       r.cpuSum += cpu;
       r.cpuAvg = r.cpuSum / r.seconds;
       r.cpuMax = Math.max(r.cpuMax, cpu);
       r.rssMax = Math.max(r.rssMax, c.rss_bytes ?? 0);
       changed = true;
+    }
+    if (s.elapsed_s >= this.latest) {
+      // The latest second says who is missing now (an earlier second replayed says nothing new).
+      this.latest = s.elapsed_s;
+      for (const id of s.missing_agents ?? []) {
+        if (s.agents?.[id]) continue;
+        let r = this.rows.get(id);
+        if (!r) {
+          r = { id, seconds: 0, missingSince: 0, cpuLast: 0, cpuAvg: 0, cpuMax: 0, rssMax: 0, cpuSum: 0 };
+          this.rows.set(id, r);
+        }
+        if (r.missingSince === 0) {
+          r.missingSince = s.elapsed_s;
+          changed = true;
+        }
+      }
     }
     if ((s.missing_share ?? 0) > 0 && !this.missing.some((m) => m.second === s.elapsed_s)) {
       this.missing.push({ second: s.elapsed_s, share: s.missing_share ?? 0, agents: [...(s.missing_agents ?? [])] });

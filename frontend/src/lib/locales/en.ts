@@ -64,6 +64,8 @@ export const en = {
   'runAgents.missingAt': 's{s}: share missing: {agents}',
   'runAgents.missingShare': '{pct} of the work missing: these counts cover the rest only',
   'runAgents.more': '… and {n} more',
+  'runAgents.missingNow': 'missing since s{s}',
+  'runAgents.missingNowTitle': 'No second from this agent since second {s}: its CPU now is not known (lost, or cut off from the controller).',
   'agents.running': 'running run {run}',
   'secrets.title': 'Secrets',
   'secrets.intro': 'Values that plans use as {ref} in URL paths, header values and bodies. They are write-only: once saved, no page or answer shows them again; a run reads them when it starts.',

@@ -64,6 +64,8 @@ export const zhCN: Record<keyof typeof en, string> = {
   'runAgents.missingAt': '第 {s} 秒：缺少 {agents} 的份额',
   'runAgents.missingShare': '缺少 {pct} 的工作量：这些计数只涵盖其余部分',
   'runAgents.more': '……还有 {n} 个',
+  'runAgents.missingNow': '自第 {s} 秒起缺失',
+  'runAgents.missingNowTitle': '自第 {s} 秒起未收到该代理的数据：其当前 CPU 未知（已丢失或与控制器断开）。',
   'agents.running': '正在运行 {run} 号运行',
   'secrets.title': '密钥',
   'secrets.intro': '测试计划可在 URL 路径、请求头值和请求体中以 {ref} 引用这些值。它们只写不读：保存后任何页面或接口都不再显示；运行开始时才读取。',
