@@ -148,6 +148,11 @@ func TestBrowserRunOverAgentsAgentKilled(t *testing.T) {
 	if apiSecs[kept] != last || apiSecs[killed] < killAfter || apiSecs[killed] >= last {
 		t.Errorf("seconds per agent %v: want %s in all %d, %s in at least the %d before the kill and not all", apiSecs, kept, last, killed, killAfter)
 	}
+	// The killed agent's "CPU now" is not its last figure but when it went missing.
+	missingNow := evalString(t, ctx, `[...document.querySelectorAll('[data-testid="agent-missing-now"]')].map(c => c.closest('tr').dataset.agent + "=" + c.textContent.trim()).join(',')`)
+	if want := fmt.Sprintf("%s=missing since s%d", killed, secs[0]); missingNow != want {
+		t.Errorf("agents panel CPU now of the missing agents %q, want %q", missingNow, want)
+	}
 	t.Logf("killed after second %d; seconds %d..%d marked missing %s's share; seconds per agent %v; run degraded", killAfter, secs[0], secs[len(secs)-1], killed, apiSecs)
 	screenshot(t, ctx, "agents-killed-degraded.png")
 }
