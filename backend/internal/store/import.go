@@ -22,13 +22,9 @@ func (s *Store) AppendSamples(ctx context.Context, runID int64, smps []Sample, p
 // writeSamples updates a run's totals and inserts its seconds in tx: ErrNotFound when the run
 // does not exist.
 func writeSamples(tx *gorm.DB, runID int64, smps []Sample, p Progress) error {
-	res := tx.Exec(`UPDATE runs SET duration_s = ?, requests = ?, rps = ?, p95_ms = ?, error_rate = ?
-		WHERE id = ?`, p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, runID)
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
+	if err := execRow(tx, `UPDATE runs SET duration_s = ?, requests = ?, rps = ?, p95_ms = ?, error_rate = ?
+		WHERE id = ?`, p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, runID); err != nil {
+		return err
 	}
 	for _, smp := range smps {
 		if err := tx.Exec("INSERT INTO run_samples (run_id, second, t_ms, data, hist) VALUES (?, ?, ?, ?, ?)",

@@ -51,13 +51,9 @@ func (s *Store) CreatePlan(ctx context.Context, name string, spec []byte) (*Plan
 func (s *Store) UpdatePlan(ctx context.Context, id int64, name string, spec []byte) (*Plan, error) {
 	var p *Plan
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE plans SET name = ?, spec = ?, updated_at = ? WHERE id = ?",
-			name, string(spec), s.db.NowFunc(), id)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
+		if err := execRow(tx, "UPDATE plans SET name = ?, spec = ?, updated_at = ? WHERE id = ?",
+			name, string(spec), s.db.NowFunc(), id); err != nil {
+			return err
 		}
 		var err error
 		p, err = getPlan(tx, id)
@@ -116,14 +112,7 @@ func (s *Store) DeletePlan(ctx context.Context, id int64) error {
 // names the row in the error.
 func (s *Store) deleteRow(ctx context.Context, table, what string, id int64) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("DELETE FROM "+table+" WHERE id = ?", id)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		return nil
+		return execRow(tx, "DELETE FROM "+table+" WHERE id = ?", id)
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete %s %d: %w", what, id, err)
@@ -136,4 +125,17 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// execRow runs a statement meant for one row (an UPDATE or DELETE by key): ErrNotFound when it
+// touched none.
+func execRow(tx *gorm.DB, sql string, args ...any) error {
+	res := tx.Exec(sql, args...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
 }

@@ -31,14 +31,7 @@ func (s *Store) SetRunCluster(ctx context.Context, runID int64, data []byte) err
 		v = string(data) // TEXT, as json_valid wants (a []byte would be a BLOB)
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("UPDATE runs SET cluster = ? WHERE id = ?", v, runID)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		return nil
+		return execRow(tx, "UPDATE runs SET cluster = ? WHERE id = ?", v, runID)
 	})
 	if err != nil {
 		return fmt.Errorf("store: run %d: set cluster: %w", runID, err)

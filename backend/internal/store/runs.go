@@ -186,16 +186,12 @@ func (s *Store) FinishRun(ctx context.Context, runID int64, status string, ended
 		return fmt.Errorf("store: finish run %d: a histogram without a summary", runID)
 	}
 	finish := func(tx *gorm.DB) error {
-		res := tx.Exec(`UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
+		if err := execRow(tx, `UPDATE runs SET status = ?, ended_at = ?, duration_s = ?, requests = ?, rps = ?,
 			p95_ms = ?, error_rate = ?, error = ?, thresholds_ok = ?, server_cpu_max = ?,
 			agents = ?, degraded = ? WHERE id = ?`,
 			status, endedAt.UTC(), p.DurationS, p.Requests, p.RPS, p.P95Ms, p.ErrorRate, errMsg, p.ThresholdsOK,
-			p.ServerCPUMax, max(p.Agents, 0), p.Degraded, runID)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
+			p.ServerCPUMax, max(p.Agents, 0), p.Degraded, runID); err != nil {
+			return err
 		}
 		if len(summary) == 0 {
 			return nil

@@ -60,14 +60,7 @@ func (s *Store) PutSecret(ctx context.Context, name, value string) (info *Secret
 // DeleteSecret deletes a secret, or returns ErrNotFound.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		res := tx.Exec("DELETE FROM secrets WHERE name = ?", name)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		return nil
+		return execRow(tx, "DELETE FROM secrets WHERE name = ?", name)
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete secret %q: %w", name, err)
