@@ -372,19 +372,7 @@ func TestRunOverExternalNATSCluster(t *testing.T) {
 // cluster elects its JetStream meta leader first).
 func waitJetStream(t *testing.T, url, seed string, limit time.Duration) {
 	t.Helper()
-	opt, err := nats.NkeyOptionFromSeed(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(url, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := nc.JetStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAs(t, url, seed)
 	deadline := time.Now().Add(limit)
 	for {
 		_, err := js.AccountInfo()
@@ -396,4 +384,24 @@ func waitJetStream(t *testing.T, url, seed string, limit time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// jetStreamAs connects to the NATS at url as the NKey seed's user (closed at the test's end) and
+// returns its JetStream context.
+func jetStreamAs(t *testing.T, url, seed string) nats.JetStreamContext {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -75,20 +75,7 @@ func TestControllerRestartResumesRunOnNATSCluster(t *testing.T) {
 	rc.run(t)
 
 	// The snapshots the restarted controller replayed were on disk, replicated on the cluster.
-	opt, err := nats.NkeyOptionFromSeed(seeds["controller"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(urls[1], opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := nc.JetStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	si, err := js.StreamInfo(cluster.SnapshotStream)
+	si, err := jetStreamAs(t, urls[1], seeds["controller"]).StreamInfo(cluster.SnapshotStream)
 	if err != nil {
 		t.Fatalf("stream %s: %v", cluster.SnapshotStream, err)
 	}
