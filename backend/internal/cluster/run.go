@@ -342,7 +342,13 @@ func (r *run) onStart(weights []int) (err error) {
 // missing share before now + ResumeGrace unless every agent still expected has delivered it; the
 // run's end is at least now + ResumeGrace + EndMargin. Seconds before from close as soon as the
 // stream's snapshots of the run at the resume are all taken in (or at now + ResumeGrace).
-func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from int, hooks RunHooks) (*metrics.Summary, error) {
+func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from int, hooks RunHooks) (sum *metrics.Summary, err error) {
+	begun := false
+	defer func() {
+		if err != nil && !begun { // the run's agents must not go on loading their target unattended
+			c.Abandon(spec.Run, st.Controller, err.Error())
+		}
+	}()
 	if len(st.Agents) == 0 || st.Controller == "" || st.StartAtUnixNano <= 0 {
 		return nil, fmt.Errorf("cluster: run %d cannot be resumed: its agents, controller or start are not known", spec.Run)
 	}
@@ -381,7 +387,22 @@ func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from
 	r.graceUntil = now.Add(ResumeGrace)
 	r.log.Info("resuming a run over agents", "agents", ids, "controller", st.Controller, "start_at", r.startAt,
 		"from_second", r.from, "snapshots_to_replay", info.NumPending, "grace_until", r.graceUntil)
+	begun = true
 	return r.drive(ctx, sub, info.NumPending)
+}
+
+// Abandon tells the agents of run runID, prepared by controller id controller, to stop (reason: why,
+// for their log): a run a restarted controller cannot take over must not go on loading its target
+// with nobody merging, storing or able to stop it (its agents reconnect to the restarted broker,
+// so they would not fence). Resume calls it when it cannot begin; a server that cannot begin a
+// resume (an unreadable plan or start) calls it itself. controller "" (not known) sends nothing.
+func (c *Coordinator) Abandon(runID int64, controller, reason string) {
+	if controller == "" {
+		return
+	}
+	(&run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}).
+		control(Control{Kind: ControlStop, Reason: reason})
+	c.log.Warn("the agents of a run that cannot be taken over are told to stop", "run", runID, "controller", controller, "why", reason)
 }
 
 // newRun checks a run's agents and plan and makes its state; seq is the split of weights.
