@@ -399,3 +399,39 @@ func TestUnresumableRunStopsItsAgents(t *testing.T) {
 	e.co.Abandon(48, "", "no controller known")
 	a.noControl()
 }
+
+// A stop is a plain publish: an agent not connected when its run is stopped — a resumed run's
+// agents reconnect to the restarted broker some time after it serves, and its user may stop it
+// at once — would miss it and load its target to the plan's end. The stop is broadcast again
+// every StopRepeat while an agent's final is missing, and no more once every final is in.
+func TestStopIsRepeatedUntilTheFinals(t *testing.T) {
+	const run = 49
+	e := newEnv(t)
+	st := Started{Controller: "dead", StartAtUnixNano: t0.Add(-4 * time.Second).UnixNano(), FenceAfterMs: 10_000,
+		Agents: []StartedAgent{{"a", 1}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	res := e.resume(ctx, RunSpec{Run: run, Plan: testPlan(t)}, st, 1, newHooks())
+	cancel()
+	for deadline := time.Now().Add(10 * time.Second); e.logs.count("run stopped; waiting for the agents' final messages") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed run was not stopped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a := e.agent("a", 1, Ready{OK: true}) // back after the stop was broadcast
+	e.at(StopRepeat - time.Millisecond)
+	a.noControl()
+	e.at(StopRepeat)
+	if c := a.control(); c.Kind != ControlStop || c.Run != run || c.Controller != "dead" || c.Reason != "stopped" {
+		t.Fatalf("control %+v", c)
+	}
+	a.final(run, 5, t0.Add(-4*time.Second).UnixNano())
+	e.took("a", "final")
+	e.at(2 * StopRepeat)
+	a.noControl()
+	e.at(ResumeGrace + EndMargin)
+	r := wait(t, res)
+	if r.err != nil || r.sum.Requests != 10 {
+		t.Fatalf("%v %+v", r.err, r.sum)
+	}
+}

@@ -76,6 +76,10 @@ const (
 	// FutureSeconds bounds how far ahead of the next second to merge an agent's snapshot may be;
 	// one further ahead is ignored (and logged once): it bounds what the controller buffers.
 	FutureSeconds = 30
+	// StopRepeat is how often a stopped run broadcasts its stop again while an agent's final has
+	// not come: a stop is a plain publish, and an agent reconnecting (a resumed run's agents, or
+	// one cut off a moment) would miss it and load its target to the plan's end.
+	StopRepeat = time.Second
 )
 
 // Snapshot stream limits: a run's snapshots are merged as they come; the stream only has to keep
@@ -477,6 +481,13 @@ func (c *Coordinator) release(ids []string) {
 	}
 }
 
+// stopAll broadcasts the run's stop (why: its reason) at now; the loop repeats it every
+// StopRepeat while an agent's final is missing.
+func (r *run) stopAll(now time.Time, why string) {
+	r.stopped, r.stop, r.stopSent = true, Control{Kind: ControlStop, Reason: why}, now
+	r.control(r.stop)
+}
+
 // control broadcasts m on the run's control subject, from the run's controller id.
 func (r *run) control(m Control) {
 	m.Run, m.Controller = r.spec.Run, r.spec.Controller
@@ -576,8 +587,10 @@ type run struct {
 	parts    [][]*SecondPart       // each agent's delivered seconds (for the summary of one without a usable final)
 	warned   map[string]struct{}   // what was logged once
 	degraded bool
-	stopped  bool     // stop was broadcast
-	failures []string // agents' run errors
+	stopped  bool      // stop was broadcast
+	stop     Control   // the stop broadcast (again every StopRepeat while a final is missing)
+	stopSent time.Time // when it was last broadcast
+	failures []string  // agents' run errors
 
 	// A resumed run (Resume): seconds before from are merged only to rebuild the merger's run
 	// so far; until graceUntil no unseen agent is lost and no second closes with a share missing.
@@ -696,9 +709,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		case <-done:
 			done = nil
 			if !r.stopped {
-				r.stopped = true
-				r.control(Control{Kind: ControlStop, Reason: "stopped"})
 				now := r.c.now()
+				r.stopAll(now, "stopped")
 				if e := now.Add(grace + EndMargin); e.Before(end) {
 					end = e
 				}
@@ -712,8 +724,10 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		r.watch(now)
 		over := !now.Before(end)
 		if over && !r.stopped {
-			r.stopped = true // whoever still runs past the end is told to stop
-			r.control(Control{Kind: ControlStop, Reason: "the run's end has passed"})
+			r.stopAll(now, "the run's end has passed") // whoever still runs past the end is told to stop
+		} else if r.stopped && now.Sub(r.stopSent) >= StopRepeat && slices.Contains(r.finals, nil) {
+			r.control(r.stop) // again, for an agent that missed it
+			r.stopSent = now
 		}
 		if over {
 			for i := range r.ids {
