@@ -400,13 +400,28 @@ func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from
 // with nobody merging, storing or able to stop it (its agents reconnect to the restarted broker,
 // so they would not fence). Resume calls it when it cannot begin; a server that cannot begin a
 // resume (an unreadable plan or start) calls it itself. controller "" (not known) sends nothing.
+// The agents are reconnecting to a restarted broker when it is called, so the stop is broadcast
+// again every StopRepeat for ResumeGrace (the time they have to come back), in the background
+// (until the connection closes).
 func (c *Coordinator) Abandon(runID int64, controller, reason string) {
 	if controller == "" {
 		return
 	}
-	(&run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}).
-		control(Control{Kind: ControlStop, Reason: reason})
+	r := &run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}
+	stop := Control{Kind: ControlStop, Reason: reason}
+	r.control(stop)
 	c.log.Warn("the agents of a run that cannot be taken over are told to stop", "run", runID, "controller", controller, "why", reason)
+	go func() {
+		t := time.NewTicker(StopRepeat)
+		defer t.Stop()
+		for range int(ResumeGrace / StopRepeat) {
+			<-t.C
+			if c.conn.IsClosed() {
+				return
+			}
+			r.control(stop)
+		}
+	}()
 }
 
 // newRun checks a run's agents and plan and makes its state; seq is the split of weights.
