@@ -11,12 +11,14 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -77,14 +79,48 @@ func Run(ctx context.Context, cfg Config) error {
 		default:
 		}
 	}
+	// Why reconnecting fails is logged once in a row (an attempt every 500 ms): the broker
+	// unreachable, or a controller back with another certificate (restarted without its
+	// --agents-state), which this token never joins again. Not before the agent has joined: the
+	// first connection's error is Run's.
+	var (
+		reconnMu      sync.Mutex
+		joined        bool
+		lastReconnErr string
+	)
+	reconnErr := func(err error) {
+		reconnMu.Lock()
+		defer reconnMu.Unlock()
+		if msg := err.Error(); joined && msg != lastReconnErr {
+			lastReconnErr = msg
+			log.Warn("cannot reconnect to the controller; trying again every 500 ms", "err", err)
+		}
+	}
 	connect := cfg.Connect
 	if connect == nil {
-		connect = func(o ...nats.Option) (*nats.Conn, error) { return bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token, o...) }
+		connect = func(o ...nats.Option) (*nats.Conn, error) {
+			// The certificate check's error is not handed to any nats handler: it is seen here.
+			tc := cfg.Token.AgentTLS()
+			if verify := tc.VerifyPeerCertificate; verify != nil {
+				tc.VerifyPeerCertificate = func(raw [][]byte, chains [][]*x509.Certificate) error {
+					err := verify(raw, chains)
+					if err != nil {
+						reconnErr(err)
+					}
+					return err
+				}
+			}
+			return bus.ConnectAgent(cfg.URL, cfg.ID, cfg.Token, append(o, nats.Secure(tc))...)
+		}
 	}
 	nc, err := connect(
 		nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { reconnErr(err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
+			reconnMu.Lock()
+			lastReconnErr = ""
+			reconnMu.Unlock()
 			log.Info("reconnected to the controller")
 			askRejoin()
 		}))
@@ -92,6 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("cannot join %s as %q: %w (a wrong join token, or an agent with this id is connected already: give each agent its own --id)", cfg.URL, cfg.ID, err)
 	}
 	defer nc.Close()
+	reconnMu.Lock()
+	joined = true
+	reconnMu.Unlock()
 
 	hello := bus.Hello{ID: cfg.ID, Version: cfg.Version, Protocol: bus.Protocol, Cores: runtime.NumCPU(),
 		Labels: cfg.Labels, Weight: cfg.Weight, Histogram: cluster.Geometry}

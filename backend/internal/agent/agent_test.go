@@ -231,3 +231,49 @@ func TestHelloForAnotherIDRefused(t *testing.T) {
 		t.Fatalf("listed %+v", l)
 	}
 }
+
+// syncBuf is a log sink safe for concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// An agent whose controller comes back with another certificate (volley serve restarted without
+// its --agents-state, or with another one) can never rejoin with its token: it says why, once,
+// rather than reconnecting in silence — the controller's broker closed, another started on the
+// same address with a new certificate.
+func TestReconnectErrorIsLogged(t *testing.T) {
+	c := startController(t)
+	logs := &syncBuf{}
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_ = Run(ctx, Config{URL: c.url, Token: c.tok, ID: "gen-1", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	}()
+	t.Cleanup(func() { cancel(); <-exited })
+	waitList(t, c, "agent listed", func(l []cluster.Agent) bool { return len(l) == 1 })
+	c.reg.Stop()
+	c.nc.Close()
+	c.b.Close()
+	other, err := bus.Start(bus.Config{AgentsListen: strings.TrimPrefix(c.url, "nats://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	const want = "is not the join token's"
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reconnect error logged:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Several more attempts (every 500 ms), the same error: not logged again.
+	time.Sleep(1200 * time.Millisecond)
+	if n := strings.Count(logs.String(), want); n != 1 {
+		t.Fatalf("the same reconnect error logged %d times:\n%s", n, logs.String())
+	}
+}

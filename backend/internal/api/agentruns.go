@@ -138,7 +138,8 @@ func (s *Server) agentsDrive(picked []cluster.Agent) runs.Drive {
 // stored seconds) with the cluster's Resume merging from the first second not stored
 // (LastSecond + 1), each agent's own seconds stored as before. A run that cannot be begun again
 // (no cluster, its cluster JSON unreadable, its plan, another run already going: one run at a
-// time) is marked interrupted and logged. It returns the ids of the runs taken over.
+// time) is marked interrupted and logged, and its agents are told to stop (Abandon, when the
+// cluster has it). It returns the ids of the runs taken over.
 func (s *Server) ResumeRuns(ctx context.Context, rs []store.ResumableRun) []int64 {
 	var resumed []int64
 	for _, r := range rs {
@@ -151,11 +152,34 @@ func (s *Server) ResumeRuns(ctx context.Context, rs []store.ResumableRun) []int6
 		}
 		s.log.Warn("a run over agents left running cannot be taken over; it is marked interrupted (its stored seconds are kept)",
 			"run", r.ID, "err", err)
+		s.abandon(r, err)
 		if err := s.store.MarkRunInterrupted(context.WithoutCancel(ctx), r.ID, time.Now()); err != nil {
 			s.log.Error("cannot mark the run interrupted; the next start will", "run", r.ID, "err", err)
 		}
 	}
 	return resumed
+}
+
+// abandoner is a Cluster that can tell the agents of a run it cannot take over to stop
+// (*cluster.Coordinator.Abandon).
+type abandoner interface {
+	Abandon(runID int64, controller, reason string)
+}
+
+// abandon tells the agents of run r, which cannot be taken over (why), to stop: they reconnect to
+// a restarted broker, so they would not fence and would load their target to the plan's end with
+// nobody storing it or able to stop it. The controller id is read from the stored start even when
+// the rest of it is not readable; without one nothing can be sent.
+func (s *Server) abandon(r store.ResumableRun, why error) {
+	a, ok := s.cluster.(abandoner)
+	if !ok {
+		return
+	}
+	var who struct {
+		Controller string `json:"controller"`
+	}
+	_ = json.Unmarshal(r.Cluster, &who) // a start unreadable elsewhere may still name its controller
+	a.Abandon(r.ID, who.Controller, "the restarted controller cannot take the run over: "+why.Error())
 }
 
 // resumeRun begins run r again over the cluster (ResumeRuns).

@@ -26,6 +26,14 @@ type fakeCluster struct {
 	stopped chan struct{}
 	resumed cluster.Started // Resume's arguments
 	from    int
+	// abandoned is each Abandon's "run controller" (a run it cannot take over).
+	abandoned []string
+}
+
+func (f *fakeCluster) Abandon(run int64, controller, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abandoned = append(f.abandoned, fmt.Sprint(run, " ", controller))
 }
 
 var fakeIdle = []cluster.Agent{{ID: "gen-a", Weight: 1, Labels: map[string]string{"zone": "eu"}}, {ID: "gen-b", Weight: 1, Labels: map[string]string{"zone": "eu"}}}
@@ -232,7 +240,8 @@ func count(t *testing.T, st *store.Store, query string, args ...any) int64 {
 // At start-up ResumeRuns takes over the runs over agents a previous process left running: the
 // first (3 seconds stored) goes on through the cluster's Resume from second 4 with its stored
 // Started and its plan snapshot, and ends finished with seconds 1-5 and its agents' seconds 4-5;
-// one whose stored Started cannot be read is marked interrupted at its last stored second.
+// one whose stored Started cannot be read is marked interrupted at its last stored second and its
+// agents told to stop (Abandon, from the controller id it still names).
 // Without a cluster every such run is marked interrupted.
 func TestResumeRunsAtStartUp(t *testing.T) {
 	for _, withCluster := range []bool{true, false} {
@@ -267,7 +276,7 @@ func TestResumeRunsAtStartUp(t *testing.T) {
 			return r.ID
 		}
 		good, _ := json.Marshal(fakeStarted)
-		ok, unreadable := left(string(good)), left(`{"agents":"gen-a"}`)
+		ok, unreadable := left(string(good)), left(`{"controller":"ctl-9","agents":"gen-a"}`)
 		rs, err := st.ResumableRuns(ctx)
 		if err != nil || len(rs) != 2 {
 			t.Fatalf("resumable: %+v, %v", rs, err)
@@ -295,6 +304,11 @@ func TestResumeRunsAtStartUp(t *testing.T) {
 			continue
 		}
 		fc.mu.Lock()
+		// The agents of the run that cannot be taken over are told to stop, from the controller
+		// its unreadable start still names: they would load their target to its end unattended.
+		if want := fmt.Sprint(unreadable, " ctl-9"); fmt.Sprint(fc.abandoned) != "["+want+"]" {
+			t.Errorf("abandoned %v, want [%s]", fc.abandoned, want)
+		}
 		if fc.spec.Run != ok || fc.spec.Plan == nil || fc.spec.Plan.Plan.Name != "api test" || len(fc.spec.Agents) != 0 ||
 			fc.from != 4 || fmt.Sprint(fc.resumed) != fmt.Sprint(fakeStarted) {
 			t.Errorf("Resume got run %d plan %v agents %v from %d started %+v; want run %d from 4 with %+v",

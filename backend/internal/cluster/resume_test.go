@@ -377,3 +377,67 @@ func TestOnStartErrorStopsTheAgents(t *testing.T) {
 	a.noControl()
 	h.none(t)
 }
+
+// A run a restarted controller cannot take over must not go on loading its target unattended
+// (its agents reconnect to the restarted broker, so they never fence): a Resume that cannot
+// begin — here a weight segment.New refuses — tells the run's agents to stop, from the controller
+// id they were prepared with, and so does Abandon; both again every StopRepeat, so an agent that
+// reconnects after the first broadcast (here: every agent) gets it; without a controller id
+// nothing is sent.
+func TestUnresumableRunStopsItsAgents(t *testing.T) {
+	e := newEnv(t)
+	st := Started{Controller: "dead", StartAtUnixNano: t0.UnixNano(), Agents: []StartedAgent{{"a", 0}}}
+	if _, err := e.co.Resume(context.Background(), RunSpec{Run: 46, Plan: testPlan(t)}, st, 1, RunHooks{}); err == nil {
+		t.Fatal("resumed a run with a zero weight")
+	}
+	e.co.Abandon(47, "dead", "its plan is not readable")
+	e.co.Abandon(48, "", "no controller known")
+	a := e.agent("a", 1, Ready{OK: true}) // back after both first broadcasts
+	got := map[int64]Control{}
+	for len(got) < 2 {
+		c := a.control()
+		got[c.Run] = c
+	}
+	if c := got[46]; c.Kind != ControlStop || c.Controller != "dead" || !strings.Contains(c.Reason, "splitting") {
+		t.Fatalf("run 46: control %+v", c)
+	}
+	if c := got[47]; c.Kind != ControlStop || c.Controller != "dead" || c.Reason != "its plan is not readable" {
+		t.Fatalf("run 47: control %+v", c) // (a stop for run 48 would have left 46's or 47's out)
+	}
+}
+
+// A stop is a plain publish: an agent not connected when its run is stopped — a resumed run's
+// agents reconnect to the restarted broker some time after it serves, and its user may stop it
+// at once — would miss it and load its target to the plan's end. The stop is broadcast again
+// every StopRepeat while an agent's final is missing, and no more once every final is in.
+func TestStopIsRepeatedUntilTheFinals(t *testing.T) {
+	const run = 49
+	e := newEnv(t)
+	st := Started{Controller: "dead", StartAtUnixNano: t0.Add(-4 * time.Second).UnixNano(), FenceAfterMs: 10_000,
+		Agents: []StartedAgent{{"a", 1}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	res := e.resume(ctx, RunSpec{Run: run, Plan: testPlan(t)}, st, 1, newHooks())
+	cancel()
+	for deadline := time.Now().Add(10 * time.Second); e.logs.count("run stopped; waiting for the agents' final messages") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed run was not stopped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a := e.agent("a", 1, Ready{OK: true}) // back after the stop was broadcast
+	e.at(StopRepeat - time.Millisecond)
+	a.noControl()
+	e.at(StopRepeat)
+	if c := a.control(); c.Kind != ControlStop || c.Run != run || c.Controller != "dead" || c.Reason != "stopped" {
+		t.Fatalf("control %+v", c)
+	}
+	a.final(run, 5, t0.Add(-4*time.Second).UnixNano())
+	e.took("a", "final")
+	e.at(2 * StopRepeat)
+	a.noControl()
+	e.at(ResumeGrace + EndMargin)
+	r := wait(t, res)
+	if r.err != nil || r.sum.Requests != 10 {
+		t.Fatalf("%v %+v", r.err, r.sum)
+	}
+}

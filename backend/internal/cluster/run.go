@@ -76,6 +76,10 @@ const (
 	// FutureSeconds bounds how far ahead of the next second to merge an agent's snapshot may be;
 	// one further ahead is ignored (and logged once): it bounds what the controller buffers.
 	FutureSeconds = 30
+	// StopRepeat is how often a stopped run broadcasts its stop again while an agent's final has
+	// not come: a stop is a plain publish, and an agent reconnecting (a resumed run's agents, or
+	// one cut off a moment) would miss it and load its target to the plan's end.
+	StopRepeat = time.Second
 )
 
 // Snapshot stream limits: a run's snapshots are merged as they come; the stream only has to keep
@@ -342,7 +346,13 @@ func (r *run) onStart(weights []int) (err error) {
 // missing share before now + ResumeGrace unless every agent still expected has delivered it; the
 // run's end is at least now + ResumeGrace + EndMargin. Seconds before from close as soon as the
 // stream's snapshots of the run at the resume are all taken in (or at now + ResumeGrace).
-func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from int, hooks RunHooks) (*metrics.Summary, error) {
+func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from int, hooks RunHooks) (sum *metrics.Summary, err error) {
+	begun := false
+	defer func() {
+		if err != nil && !begun { // the run's agents must not go on loading their target unattended
+			c.Abandon(spec.Run, st.Controller, err.Error())
+		}
+	}()
 	if len(st.Agents) == 0 || st.Controller == "" || st.StartAtUnixNano <= 0 {
 		return nil, fmt.Errorf("cluster: run %d cannot be resumed: its agents, controller or start are not known", spec.Run)
 	}
@@ -381,7 +391,37 @@ func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from
 	r.graceUntil = now.Add(ResumeGrace)
 	r.log.Info("resuming a run over agents", "agents", ids, "controller", st.Controller, "start_at", r.startAt,
 		"from_second", r.from, "snapshots_to_replay", info.NumPending, "grace_until", r.graceUntil)
+	begun = true
 	return r.drive(ctx, sub, info.NumPending)
+}
+
+// Abandon tells the agents of run runID, prepared by controller id controller, to stop (reason: why,
+// for their log): a run a restarted controller cannot take over must not go on loading its target
+// with nobody merging, storing or able to stop it (its agents reconnect to the restarted broker,
+// so they would not fence). Resume calls it when it cannot begin; a server that cannot begin a
+// resume (an unreadable plan or start) calls it itself. controller "" (not known) sends nothing.
+// The agents are reconnecting to a restarted broker when it is called, so the stop is broadcast
+// again every StopRepeat for ResumeGrace (the time they have to come back), in the background
+// (until the connection closes).
+func (c *Coordinator) Abandon(runID int64, controller, reason string) {
+	if controller == "" {
+		return
+	}
+	r := &run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}
+	stop := Control{Kind: ControlStop, Reason: reason}
+	r.control(stop)
+	c.log.Warn("the agents of a run that cannot be taken over are told to stop", "run", runID, "controller", controller, "why", reason)
+	go func() {
+		t := time.NewTicker(StopRepeat)
+		defer t.Stop()
+		for range int(ResumeGrace / StopRepeat) {
+			<-t.C
+			if c.conn.IsClosed() {
+				return
+			}
+			r.control(stop)
+		}
+	}()
 }
 
 // newRun checks a run's agents and plan and makes its state; seq is the split of weights.
@@ -454,6 +494,13 @@ func (c *Coordinator) release(ids []string) {
 	for _, id := range ids {
 		delete(c.busy, id)
 	}
+}
+
+// stopAll broadcasts the run's stop (why: its reason) at now; the loop repeats it every
+// StopRepeat while an agent's final is missing.
+func (r *run) stopAll(now time.Time, why string) {
+	r.stopped, r.stop, r.stopSent = true, Control{Kind: ControlStop, Reason: why}, now
+	r.control(r.stop)
 }
 
 // control broadcasts m on the run's control subject, from the run's controller id.
@@ -555,8 +602,10 @@ type run struct {
 	parts    [][]*SecondPart       // each agent's delivered seconds (for the summary of one without a usable final)
 	warned   map[string]struct{}   // what was logged once
 	degraded bool
-	stopped  bool     // stop was broadcast
-	failures []string // agents' run errors
+	stopped  bool      // stop was broadcast
+	stop     Control   // the stop broadcast (again every StopRepeat while a final is missing)
+	stopSent time.Time // when it was last broadcast
+	failures []string  // agents' run errors
 
 	// A resumed run (Resume): seconds before from are merged only to rebuild the merger's run
 	// so far; until graceUntil no unseen agent is lost and no second closes with a share missing.
@@ -675,9 +724,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		case <-done:
 			done = nil
 			if !r.stopped {
-				r.stopped = true
-				r.control(Control{Kind: ControlStop, Reason: "stopped"})
 				now := r.c.now()
+				r.stopAll(now, "stopped")
 				if e := now.Add(grace + EndMargin); e.Before(end) {
 					end = e
 				}
@@ -691,8 +739,10 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 		r.watch(now)
 		over := !now.Before(end)
 		if over && !r.stopped {
-			r.stopped = true // whoever still runs past the end is told to stop
-			r.control(Control{Kind: ControlStop, Reason: "the run's end has passed"})
+			r.stopAll(now, "the run's end has passed") // whoever still runs past the end is told to stop
+		} else if r.stopped && now.Sub(r.stopSent) >= StopRepeat && slices.Contains(r.finals, nil) {
+			r.control(r.stop) // again, for an agent that missed it
+			r.stopSent = now
 		}
 		if over {
 			for i := range r.ids {
