@@ -391,6 +391,13 @@ func (c *Coordinator) Resume(ctx context.Context, spec RunSpec, st Started, from
 	r.graceUntil = now.Add(ResumeGrace)
 	r.log.Info("resuming a run over agents", "agents", ids, "controller", st.Controller, "start_at", r.startAt,
 		"from_second", r.from, "snapshots_to_replay", info.NumPending, "grace_until", r.graceUntil)
+	if info.NumPending == 0 && from > 1 {
+		// Seconds were merged, yet the stream has none of the run's snapshots: it is not the one
+		// the run started on (another --agents-state, a purged or memory stream). What the agents
+		// had delivered but the database had not stored is gone; what they still spool comes.
+		r.log.Warn("the snapshot stream holds nothing of this run although it has stored seconds: the seconds after the last stored one may be missing (was the server restarted with another --agents-state, or without one?)",
+			"stored_seconds", from-1)
+	}
 	begun = true
 	return r.drive(ctx, sub, info.NumPending)
 }
