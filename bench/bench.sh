@@ -236,11 +236,7 @@ done
   echo
 } > "$MD"
 
-if [[ "$WARMUP" != 0 ]]; then   # unrecorded: page cache, nginx and CPU frequency settle
-  volley_plan "$SCRATCH/warmup.json" "$URL" 10 "$WARMUP"
-  timeout -k 5 $((WARMUP + 30)) taskset -c "$CLIENT_CPU" "$VOLLEY" run "$SCRATCH/warmup.json" -q >/dev/null 2>&1
-  sleep "$PAUSE"
-fi
+volley_warmup "$SCRATCH"
 
 for round in $(seq "$ROUNDS"); do
   for c in $CONCURRENCY; do

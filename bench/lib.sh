@@ -1,8 +1,9 @@
 # bench/lib.sh — helpers shared by the bench scripts. Sourced, never run on its own.
 #
 # Provides: the nginx target (one worker pinned to SERVER_CPU, a 615-byte page on 127.0.0.1:PORT,
-# keep-alive, access_log off), the quiet-machine gate, CPU accounting from /proc, the Volley binary
-# and the open-files limit. Every process it starts is remembered by PID and only those are stopped.
+# keep-alive, access_log off, a stub_status counter at /nginx_status), the quiet-machine gate, CPU
+# accounting from /proc, the Volley binary, a warm-up run, integer checks and the open-files limit.
+# Every process it starts is remembered by PID and only those are stopped.
 #
 # Env (all optional): VOLLEY (binary, default bin/volley, built when missing), PORT (nginx, 18088),
 # CLIENT_CPU (0), SERVER_CPU (1), NGINX (binary), NGINX_DIR (/tmp/volley-bench-nginx-PORT),
@@ -17,6 +18,7 @@ CLIENT_CPU="${CLIENT_CPU:-0}"
 SERVER_CPU="${SERVER_CPU:-1}"
 NGINX="${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}"
 NGINX_DIR="${NGINX_DIR:-/tmp/volley-bench-nginx-$PORT}"
+NGINX_STATUS_PATH=/nginx_status
 QUIET_MAX="${QUIET_MAX:-0.15}"
 QUIET_TIMEOUT="${QUIET_TIMEOUT:-180}"
 TIME_BIN="${TIME_BIN:-/usr/bin/time}"
@@ -46,6 +48,12 @@ ensure_volley() {
     (cd "$ROOT" && go build -trimpath -ldflags "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)" \
       -o "$VOLLEY" ./backend/cmd/volley) || exit 1
   fi
+}
+
+# check_ints N...: exit 2 unless every argument is a non-negative integer (the scripts' numeric knobs).
+check_ints() {
+  local n
+  for n in "$@"; do [[ "$n" =~ ^[0-9]+$ ]] || { echo "not an integer: $n" >&2; exit 2; }; done
 }
 
 # raise_nofile lifts the soft open-files limit to the hard one; each VU holds one socket.
@@ -131,6 +139,7 @@ http {
         server_name localhost;
         root $NGINX_DIR/html;
         location / { }
+        location = $NGINX_STATUS_PATH { stub_status; }
     }
 }
 EOF
@@ -161,6 +170,12 @@ nginx_stop() {
     kill -0 "$m" 2>/dev/null && kill -TERM "$m"
   fi
   NGINX_STARTED=0
+}
+
+# nginx_requests prints the requests nginx has handled since it started (stub_status; the status
+# request itself included).
+nginx_requests() {
+  curl -fsS --max-time 2 "http://$HOST:$PORT$NGINX_STATUS_PATH" | awk 'NR==3{print $3; f=1} END{exit !f}'
 }
 
 nginx_version() { "$NGINX" -v 2>&1 | awk -F/ '{print $2}'; }
@@ -217,6 +232,15 @@ volley_version() {  # "volley <version> (<go version>)"; make build stamps the g
 
 go_bin_version() {  # main module and version embedded in a Go binary
   go version -m "$1" 2>/dev/null | awk '$1=="mod"{m=$3} $1=="path"&&!p{p=$2} NR==1{g=$2} END{printf "%s %s (%s)", p, m, g}'
+}
+
+# volley_warmup DIR: an unrecorded WARMUP-second run (10 VUs at URL) so that the page cache, nginx
+# and the CPU frequency settle, then PAUSE seconds; nothing when WARMUP is 0.
+volley_warmup() {
+  [[ "$WARMUP" != 0 ]] || return 0
+  volley_plan "$1/warmup.json" "$URL" 10 "$WARMUP"
+  timeout -k 5 $((WARMUP + 30)) taskset -c "$CLIENT_CPU" "$VOLLEY" run "$1/warmup.json" -q >/dev/null 2>&1
+  sleep "$PAUSE"
 }
 
 # volley_plan FILE URL VUS DURATION_S [extra http JSON] — a closed-model plan (constant-vus).

@@ -35,9 +35,7 @@ MAX_VUS="${MAX_VUS:-1000}"
 PAUSE="${PAUSE:-2}"
 RETRIES="${RETRIES:-1}"
 URL="http://$HOST:$PORT/index.html"
-for n in $RATES $SEARCH_FROM $SEARCH_STEP $SEARCH_MAX $REFINE $RETRIES $DURATION $PRE_VUS $MAX_VUS; do
-  [[ "$n" =~ ^[0-9]+$ ]] || { echo "not an integer: $n" >&2; exit 2; }
-done
+check_ints $RATES "$SEARCH_FROM" "$SEARCH_STEP" "$SEARCH_MAX" "$REFINE" "$RETRIES" "$DURATION" "$PRE_VUS" "$MAX_VUS"
 
 bench_prereqs
 ensure_volley
