@@ -77,9 +77,7 @@ func (a *arrival) reconcile() {
 		started += v.arrivals.Load()
 	}
 	e.vusMu.Unlock()
-	for n := want - started - a.dropped.Load(); n > 0; n-- {
-		e.rec.Dropped()
-	}
+	e.rec.DroppedN(want - started - a.dropped.Load()) // one add: at 1M/s that is millions
 }
 
 // dueBefore is the number of the run's iterations sc schedules before offset t: those i with

@@ -152,18 +152,24 @@ func (e *Engine) change(kind, by string, apply func(now time.Duration) (float64,
 
 // sending reports whether the run sends load: launched, not stopping, some VU still running.
 func (e *Engine) sending() bool {
-	e.vusMu.Lock()
-	defer e.vusMu.Unlock()
-	return e.live > 0 && !e.stop.Load()
+	return e.live.Load() > 0 && !e.stop.Load()
 }
 
 // spawnLive starts a VU as spawn does, but only while another VU still runs (so the wait group's
 // count is above zero, as Run's wait needs); false when none is left.
 func (e *Engine) spawnLive(loop func(*vu)) bool {
 	e.vusMu.Lock()
-	if e.live == 0 || e.stop.Load() {
-		e.vusMu.Unlock()
-		return false
+	for {
+		n := e.live.Load()
+		if n == 0 || e.stop.Load() {
+			e.vusMu.Unlock()
+			return false
+		}
+		// counted only while another VU is: that VU has not reached its wg.Done, so the wait
+		// group is above zero at startVU's Add
+		if e.live.CompareAndSwap(n, n+1) {
+			break
+		}
 	}
 	e.startVU(loop) // unlocks
 	return true

@@ -73,7 +73,11 @@ type Engine struct {
 	wg    sync.WaitGroup
 	vusMu sync.Mutex
 	vus   []*vu
-	live  int // VUs whose goroutine has not ended (guarded by vusMu; control.go)
+	// live counts the VUs whose goroutine has not ended. It rises under vusMu (spawn, spawnLive)
+	// and falls without it, so that a thousand VUs ending at once after a stop do not queue on
+	// vusMu ahead of the stop's own steps (Go's mutex hands a contended lock over in FIFO order,
+	// one scheduling delay per waiter).
+	live atomic.Int64
 
 	ctl control // live control: SetVUs, SetRate (control.go)
 
@@ -439,23 +443,20 @@ func (e *Engine) stopping(ctx context.Context, i int) bool {
 // wait group's count is above zero then).
 func (e *Engine) spawn(loop func(*vu)) {
 	e.vusMu.Lock()
+	e.live.Add(1)
 	e.startVU(loop)
 }
 
-// startVU creates VU number len(vus) and starts its loop; e.vusMu is held on entry and released.
+// startVU creates VU number len(vus) and starts its loop; e.vusMu is held on entry and released,
+// and the caller has counted the VU in e.live.
 func (e *Engine) startVU(loop func(*vu)) {
 	v := newVU(e, len(e.vus))
 	e.vus = append(e.vus, v)
-	e.live++
 	e.wg.Add(1)
 	e.vusMu.Unlock()
 	go func() {
 		defer e.wg.Done()
-		defer func() {
-			e.vusMu.Lock()
-			e.live--
-			e.vusMu.Unlock()
-		}()
+		defer e.live.Add(-1) // before wg.Done: spawnLive relies on live > 0 ⇒ wait group > 0
 		defer v.finish()
 		defer e.recoverIn("VU", v.id)
 		testPoint("vu", v.id)

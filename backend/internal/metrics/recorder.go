@@ -184,6 +184,13 @@ func (r *Recorder) Shard(i int) *Shard { return r.shards[i%len(r.shards)] }
 // Dropped counts an iteration that could not start (open model, no free VU).
 func (r *Recorder) Dropped() { r.dropped.Add(1) }
 
+// DroppedN counts n such iterations at once (n ≤ 0 counts none).
+func (r *Recorder) DroppedN(n int64) {
+	if n > 0 {
+		r.dropped.Add(uint64(n))
+	}
+}
+
 // VUStarted and VUStopped track active VUs.
 func (r *Recorder) VUStarted() { r.activeVUs.Add(1) }
 
