@@ -222,11 +222,8 @@ func TestRunOverAgentsClosedModelExact(t *testing.T) {
 
 // Must-hold 4: constant-arrival-rate 1000/s for 10 s over agents weighted 2:1:1 → exactly 10 000
 // scheduled iterations (sent + dropped), 5000/2500/2500 by agent, and ten complete merged seconds
-// of ~1000 each. A second's count is what its agents' samples hold, and an engine's sample ends at
-// its collector's tick: a tick late by d moves rate × d iterations from one second to the next
-// (and an iteration in flight at a tick counts when it ends), so each second is 1000 within what
-// the scheduling delay measured meanwhile explains, and the seconds so far add up to 1000 × k
-// within the same slack.
+// of exactly 1000 each: the agents count an open model's iterations by their due second
+// (Sample.StartedIterations and DroppedIterations), whatever their collectors' ticks' lateness.
 func TestRunOverAgentsOpenModelExact(t *testing.T) {
 	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
 	f := startFleet(t)
@@ -234,14 +231,13 @@ func TestRunOverAgentsOpenModelExact(t *testing.T) {
 	f.process("b", 1)
 	f.process("c", 1)
 	agents := f.pick("a", "b", "c")
-	probe := testutil.StartSchedProbe(t)
 	o := &outcome{}
 	sum := f.run(1, fmt.Sprintf(`{"name":"mh4","requests":[{"url":"%s/"}],
 		"load":{"executor":"constant-arrival-rate","rate":1000,"time_unit":"1s","duration":"10s","pre_allocated_vus":20,"max_vus":60}}`,
 		tg.URL), agents, o)
-	d := probe.Stop()
-	if got := sum.Requests + sum.DroppedIterations; got != 10_000 {
-		t.Fatalf("%d sent + %d dropped = %d scheduled iterations, want 10 000", sum.Requests, sum.DroppedIterations, got)
+	if got := sum.Requests + sum.Interrupted + sum.DroppedIterations; got != 10_000 {
+		t.Fatalf("%d sent + %d interrupted + %d dropped = %d scheduled iterations, want 10 000",
+			sum.Requests, sum.Interrupted, sum.DroppedIterations, got)
 	}
 	if tg.Requests() != sum.Requests {
 		t.Fatalf("target counted %d, summary %d sent", tg.Requests(), sum.Requests)
@@ -249,31 +245,32 @@ func TestRunOverAgentsOpenModelExact(t *testing.T) {
 	own := map[string]int64{}
 	for id, ss := range o.own {
 		for _, s := range ss {
-			own[id] += s.Requests + s.DroppedIterations
+			own[id] += s.StartedIterations + s.DroppedIterations
 		}
 	}
 	var per []int64
-	var total int64
-	// The agents are other processes: their collectors' ticks can be later than this process's
-	// probe saw (44 ms against a 12 ms probe maximum, measured on a loaded machine), hence 50 ms
-	// more. Exact per-second counts need iterations counted by their scheduled second (docs/scale-out.md, Not yet).
-	slack := int64(1000*(d.Slack(2)+50*time.Millisecond).Seconds()) + 5
+	var total, started, dropped int64
 	for k, s := range o.merged {
-		n := s.Requests + s.DroppedIterations
+		n := s.StartedIterations + s.DroppedIterations
 		per, total = append(per, n), total+n
+		started, dropped = started+s.StartedIterations, dropped+s.DroppedIterations
 		if s.ElapsedS != k+1 || s.MissingShare != 0 {
 			t.Errorf("second %d: missing %v", s.ElapsedS, s.MissingAgents)
 		}
-		if n < 1000-slack || n > 1000+slack || total < int64(1000*(k+1))-slack || total > int64(1000*(k+1))+slack {
-			t.Errorf("second %d: %d scheduled iterations, %d so far (slack %d)", s.ElapsedS, n, total, slack)
+		if n != 1000 {
+			t.Errorf("second %d: %d started + %d dropped = %d, want the 1000 due in it", s.ElapsedS, s.StartedIterations, s.DroppedIterations, n)
 		}
 	}
-	t.Logf("sent %d + dropped %d; per merged second %v (slack %d; %s); per agent %v", sum.Requests, sum.DroppedIterations, per, slack, d, own)
+	t.Logf("sent %d + dropped %d; per merged second %v; per agent %v", sum.Requests, sum.DroppedIterations, per, own)
 	if own["a"] != 5000 || own["b"] != 2500 || own["c"] != 2500 {
 		t.Fatalf("per agent %v, want 5000/2500/2500", own)
 	}
 	if len(per) != 10 || total != 10_000 || sum.Degraded {
 		t.Fatalf("%d merged seconds adding up to %d, degraded %v", len(per), total, sum.Degraded)
+	}
+	if started != sum.Requests+sum.Interrupted || dropped != sum.DroppedIterations {
+		t.Fatalf("the merged seconds add up to %d started, %d dropped; the summary has %d sent + %d interrupted, %d dropped",
+			started, dropped, sum.Requests, sum.Interrupted, sum.DroppedIterations)
 	}
 }
 

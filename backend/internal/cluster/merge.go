@@ -132,7 +132,7 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 // counts) is what the calls have added. A part's histogram that does not decode is left out of
 // the latencies (its counts still add); the coordinator refuses such a part before (CheckPart).
 //
-// The merged sample: counts (requests, successes, errors, interrupted, dropped iterations,
+// The merged sample: counts (requests, successes, errors, interrupted, started and dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
 // sums; RPS is the summed requests over the second's interval; the latency distribution and Hist
 // come from the parts' histograms added bucket for bucket, the mean from their exact sums;
@@ -169,6 +169,7 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 		s.Interrupted += ps.Interrupted
 		s.ActiveVUs += ps.ActiveVUs
 		s.DroppedIterations += ps.DroppedIterations
+		s.StartedIterations += ps.StartedIterations
 		s.BytesIn += ps.BytesIn
 		s.BytesOut += ps.BytesOut
 		s.BodyBytesDecoded += ps.BodyBytesDecoded
@@ -436,7 +437,7 @@ func (m *Merger) CheckPart(p *SecondPart) error {
 	s := &p.Sample
 	switch {
 	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
-		s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
+		s.StartedIterations < 0 || s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
 		return errors.New("a negative count")
 	case s.Successes > s.Requests || s.Errors > s.Requests:
 		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)

@@ -47,6 +47,33 @@ func viaJSON[T any](t testing.TB, v *T) *T {
 	return &out
 }
 
+// runParts runs c as the agents' engines at once (agent j with segment j of sq) and returns each
+// agent's seconds and final, sent through JSON as they travel; a failed run fails t.
+func runParts(t *testing.T, c *plan.Compiled, sq *seg.Sequence, agents []string) ([][]*SecondPart, []*FinalPart) {
+	t.Helper()
+	seconds := make([][]*SecondPart, len(agents))
+	finals := make([]*FinalPart, len(agents))
+	var wg sync.WaitGroup
+	for j := range agents {
+		e, err := engine.New(c, engine.Options{Segment: sq.Segment(j), OnSample: func(s metrics.Sample) {
+			seconds[j] = append(seconds[j], viaJSON(t, NewSecondPart(s)))
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			sum, err := e.Run(context.Background())
+			if err != nil {
+				t.Errorf("agent %s: %v", agents[j], err)
+				return
+			}
+			finals[j] = viaJSON(t, NewFinalPart(e, sum))
+		})
+	}
+	wg.Wait()
+	return seconds, finals
+}
+
 func decodeCounts(t *testing.T, s string) []int64 {
 	t.Helper()
 	c, err := metrics.DecodeHistCounts(s)
@@ -95,26 +122,7 @@ func TestMergeIsExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seconds := make([][]*SecondPart, len(agents))
-	finals := make([]*FinalPart, len(agents))
-	var wg sync.WaitGroup
-	for j := range agents {
-		e, err := engine.New(c, engine.Options{Segment: sq.Segment(j), OnSample: func(s metrics.Sample) {
-			seconds[j] = append(seconds[j], viaJSON(t, NewSecondPart(s)))
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			sum, err := e.Run(context.Background())
-			if err != nil {
-				t.Errorf("agent %s: %v", agents[j], err)
-				return
-			}
-			finals[j] = viaJSON(t, NewFinalPart(e, sum))
-		})
-	}
-	wg.Wait()
+	seconds, finals := runParts(t, c, sq, agents)
 	if t.Failed() {
 		return
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,6 @@ type arrival struct {
 	next         atomic.Int64             // the next of this segment's iterations to claim (Segment.Global: its number in the run)
 	pool         atomic.Int64             // VUs spawned
 	waiting      atomic.Int64             // VUs holding a claimed, not yet due iteration
-	dropped      atomic.Int64             // iterations the VUs dropped (reconcile)
 	stopWakeups  func()                   // precise timer wakeups (wakeup_linux.go)
 	override     atomic.Pointer[schedule] // the schedule SetRate made; nil: sched (control.go)
 }
@@ -60,24 +60,111 @@ func (a *arrival) finish() {
 }
 
 // reconcile counts as dropped the iterations of this engine's segment that were due before the
-// run stopped but that no VU started or dropped — due while every VU was still busy at the end,
-// or claimed by a VU that woke after the stop — so that sent + dropped is exactly the schedule's
-// count up to the stop (the planned end, or the moment of an early stop). It runs once the VUs
-// are done (or abandoned, having started what they run).
-func (a *arrival) reconcile() {
-	e := a.e
-	t := e.endAt
-	if s := time.Duration(e.stopAt.Load()); s > 0 && s < t {
+// run's cut (the planned end, or the moment of an early stop) but that no VU claimed — due while
+// every VU was still busy at the end — in their due seconds, and waits (bounded) for the VUs
+// holding a claimed one (closeBefore), so that sent + dropped is exactly the schedule's count up
+// to the cut, second by second. It runs once the VUs are done (or abandoned, having started what
+// they run).
+func (a *arrival) reconcile() { a.closeBefore(a.cut()) }
+
+// Counting by due second. Every iteration of the schedule is counted once, as started or as
+// dropped, in the second its due time falls in (metrics.Shard.StartedDue), by whoever decides
+// it: the VU that claimed it (loop: settle), or, for one no VU has claimed by the time its second
+// is closed, the collector (closeBefore), which claims such iterations itself, all at once, as
+// dropped — a VU claiming one then would find it more than dropTolerance late and drop it
+// anyway. A VU publishes its claim (vu.claim: claiming before the atomic add that claims, the
+// claimed number after it, 0 once settled), so the collector can wait for the claimed iterations
+// of a second to be settled before it takes the second's counts.
+
+// claiming is vu.claim while the VU claims an iteration whose number it does not know yet.
+const claiming = -1
+
+// maxSettle bounds how long closeBefore waits for the VUs holding claimed iterations (they are
+// due, so they settle within a scheduling delay): one still unsettled after it is counted in a
+// later sample (metrics.Recorder.TakeDue's late counts), never lost.
+const maxSettle = time.Second
+
+// cut is when the run's schedule ends as far as the run goes: the planned end, or an earlier stop.
+// Iterations due at or after it are no part of the run: they are neither started nor counted.
+func (a *arrival) cut() time.Duration {
+	t := a.e.endAt
+	if s := time.Duration(a.e.stopAt.Load()); s > 0 && s < t {
 		t = s
 	}
-	want := e.opts.Segment.Count(dueBefore(a.cur(), t))
-	var started int64
-	e.vusMu.Lock()
-	for _, v := range e.vus {
-		started += v.arrivals.Load()
+	return t
+}
+
+// second is the due second (1 = the first; the collector's interval) of a due time.
+func (a *arrival) second(due time.Duration) int64 { return int64(due/a.e.opts.Interval) + 1 }
+
+// settle decides the iteration v claimed, due at due: it counts it as started or dropped in its
+// due second, and releases the claim. An iteration due at or after the cut is not counted, and
+// settle returns false (the VU must not run it).
+func (a *arrival) settle(v *vu, due time.Duration, started bool) bool {
+	ok := due < a.cut()
+	if ok && started {
+		v.shard.StartedDue(a.second(due))
+	} else if ok {
+		v.shard.DroppedDue(a.second(due))
+		a.e.rec.Dropped()
 	}
+	v.claim.Store(0)
+	return ok
+}
+
+// closeBefore makes every iteration of this engine's segment due before t decided, so that the
+// counts of the seconds before t are complete (t ≤ now − dropTolerance): it claims the ones no VU
+// has claimed as dropped (counted in their due seconds), then waits, at most maxSettle, until no
+// VU holds an unsettled iteration due before t. Safe to call concurrently with the VUs and with
+// itself: the claim is a compare-and-swap on the claim counter.
+func (a *arrival) closeBefore(t time.Duration) {
+	e := a.e
+	t = min(t, a.cut()) // a stop later than this is later than t: t ≤ now − dropTolerance
+	sc := a.cur()
+	hi := e.opts.Segment.Count(dueBefore(sc, t)) // this segment's iterations 0 … hi−1 are due before t
+	for {
+		c := a.next.Load()
+		if c >= hi {
+			break
+		}
+		if a.next.CompareAndSwap(c, hi) {
+			a.dropRange(sc, c, hi)
+			break
+		}
+	}
+	e.vusMu.Lock()
+	vus := e.vus // every VU that claimed before the swap above: a VU is listed before it runs
 	e.vusMu.Unlock()
-	e.rec.DroppedN(want - started - a.dropped.Load()) // one add: at 1M/s that is millions
+	deadline := time.Now().Add(maxSettle)
+	for _, v := range vus {
+		for n := 0; ; n++ {
+			if k := v.claim.Load(); k == 0 || k > hi { // k−1 is the claimed number
+				break
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+			if n < 16 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}
+}
+
+// dropRange counts this segment's iterations lo … hi−1 on sc as dropped, each in its due second.
+func (a *arrival) dropRange(sc *schedule, lo, hi int64) {
+	e := a.e
+	for lo < hi {
+		at, _ := sc.at(e.opts.Segment.Global(lo))
+		sec := a.second(at)
+		end := min(hi, e.opts.Segment.Count(dueBefore(sc, time.Duration(sec)*e.opts.Interval)))
+		end = max(end, lo+1) // lo is due in sec, so end > lo; never loop on a rounding
+		e.rec.DroppedDueN(sec, end-lo)
+		e.rec.DroppedN(end - lo)
+		lo = end
+	}
 }
 
 // dueBefore is the number of the run's iterations sc schedules before offset t: those i with
@@ -107,11 +194,15 @@ func (a *arrival) allocatedVUs() int64 { return a.pool.Load() }
 // up to max_vus, so that a VU is free for the next arrival.
 func (a *arrival) loop(v *vu) {
 	e := v.e
+	defer v.claim.Store(0)
 	for {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
 		}
-		i := a.e.opts.Segment.Global(a.next.Add(1) - 1) // the run's iteration number
+		v.claim.Store(claiming)
+		k := a.next.Add(1) - 1
+		v.claim.Store(k + 1)
+		i := e.opts.Segment.Global(k) // the run's iteration number
 		sc := a.cur()
 		due, ok := a.due(sc, i)
 		now := e.now()
@@ -129,21 +220,26 @@ func (a *arrival) loop(v *vu) {
 				now = e.now()
 				wait = due - now
 			}
+			run := !e.stop.Load() && due < e.endAt
+			run = a.settle(v, due, run) && run // one not run is dropped if it was due before the cut
 			if a.waiting.Add(-1) == 0 {
 				a.grow()
 			}
-			if e.stop.Load() || due >= e.endAt {
+			if !run {
 				return
 			}
 		} else if -wait > dropTolerance {
-			e.rec.Dropped()
-			a.dropped.Add(1)
+			a.settle(v, due, false)
 			continue
-		} else if a.waiting.Load() == 0 {
-			a.grow()
+		} else {
+			if !a.settle(v, due, true) {
+				return
+			}
+			if a.waiting.Load() == 0 {
+				a.grow()
+			}
 		}
 		v.shard.Lag((now - due).Microseconds())
-		v.arrivals.Add(1)
 		v.iteration(due, now)
 	}
 }

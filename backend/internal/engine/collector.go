@@ -33,6 +33,8 @@ type collector struct {
 	boundCPU          float64
 	levels            []FinalLevel // a stepped executor's (concurrency-sweep) levels; nil for the others
 	sweep             stepper      // nil for executors without levels
+	due               dueCloser    // nil for closed models
+	closed            int64        // the last second by due time taken (takeDue)
 	nameCur, namePrev []metrics.NameCount
 
 	// reused every second: no per-second histogram allocation but the encoded string
@@ -57,6 +59,7 @@ func newCollector(e *Engine) *collector {
 		boundCPU: boundFraction * 100 * float64(runtime.GOMAXPROCS(0)),
 	}
 	c.sweep, _ = e.exec.(stepper)
+	c.due, _ = e.exec.(dueCloser)
 	c.target = startTarget(e)
 	return c
 }
@@ -111,7 +114,11 @@ func (c *collector) tick(now time.Time, final bool) {
 	c.prev, c.cur = c.cur, c.prev
 	span := now.Sub(c.lastTick).Seconds()
 	d := c.delta
-	if final && span < 0.05 && d.Requests == 0 && d.Interrupted == 0 {
+	var started, dropped int64
+	if c.due != nil {
+		started, dropped = c.takeDue(now, final)
+	}
+	if final && span < 0.05 && d.Requests == 0 && d.Interrupted == 0 && started == 0 && dropped == 0 {
 		return // nothing happened after the last full second
 	}
 	began := c.lastTick
@@ -138,7 +145,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		Interrupted:       d.Interrupted,
 		Latency:           metrics.LatencyOf(h, d.LatSum),
 		ActiveVUs:         active,
-		DroppedIterations: d.Dropped,
+		DroppedIterations: dropped,
 		BytesIn:           d.BytesIn,
 		BytesOut:          d.BytesOut,
 		BodyBytesDecoded:  d.BodyBytesDecoded,
@@ -153,6 +160,7 @@ func (c *collector) tick(now time.Time, final bool) {
 		},
 	}
 	s.Client.ScheduleLagP99Ms = lagP99
+	s.StartedIterations = started
 	if span > 0 {
 		s.RPS = round(float64(d.Requests)/span, 1)
 	}
@@ -182,6 +190,30 @@ func (c *collector) tick(now time.Time, final bool) {
 	if !final {
 		c.checkAbort(c.prev, now.Sub(c.e.start).Seconds())
 	}
+}
+
+// takeDue closes the seconds by due time that this sample covers and returns their started and
+// dropped iterations (open models). A tick's sample (at now) covers the seconds up to its own
+// (ElapsedS) — and, after skipped ticks, up to the last that ended dropTolerance before now: it
+// waits until dropTolerance after the last one's end, when an iteration due in it that is still
+// unclaimed can only be dropped, and closes them (arrival.closeBefore). The last sample covers
+// the rest, up to the cut, which the executor's finish closed (arrival.reconcile).
+func (c *collector) takeDue(now time.Time, final bool) (started, dropped int64) {
+	e := c.e
+	iv := e.opts.Interval
+	var to int64
+	if final {
+		to = max(int64(c.due.cut()/iv)+1, c.closed) + metrics.DueSlots // every slot, whatever raced
+	} else {
+		to = max(int64(c.k)+1, int64((now.Sub(e.start)-dropTolerance)/iv))
+		if wait := time.Duration(to)*iv + dropTolerance - e.now(); wait > 0 {
+			time.Sleep(wait)
+		}
+		c.due.closeBefore(time.Duration(to) * iv)
+	}
+	started, dropped = e.rec.TakeDue(c.closed+1, to)
+	c.closed = to
+	return started, dropped
 }
 
 // finish emits the last (partial) second and builds the summary from the run's cumulative state

@@ -25,6 +25,13 @@ type finisher interface {
 	finish()
 }
 
+// dueCloser is an executor whose iterations are counted by due second (open models: arrival.go);
+// the collector closes the seconds with it.
+type dueCloser interface {
+	closeBefore(t time.Duration)
+	cut() time.Duration
+}
+
 // vuPool is an executor that reports the VUs it has allocated, busy or not, as its active VUs
 // (open models, as k6 reports them); the others report the VUs running iterations.
 type vuPool interface {

@@ -104,7 +104,7 @@ func (sc schedule) at(i int64) (time.Duration, bool) {
 		var tau float64
 		if s.r0 == s.r1 {
 			tau = delta / s.r0
-		} else {
+		} else if delta > 0 { // the stage's first iteration is due at its start (from rate 0: not 0/0)
 			tau = 2 * delta / (s.r0 + math.Sqrt(s.r0*s.r0+2*(s.r1-s.r0)*delta/s.dur))
 		}
 		return time.Duration((s.start + tau) * float64(time.Second)), true

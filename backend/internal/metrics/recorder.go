@@ -102,12 +102,77 @@ type Shard struct {
 	phases      *PhaseHists   // request phases, for plans with one request name (Phases)
 	h2          atomic.Uint64 // responses that came over HTTP/2 (H2Response)
 	bodyDecoded atomic.Uint64 // decoded size of decoded bodies (BodyDecoded)
-	_           [64]byte      // keep neighbouring shards off this one's cache lines
+	// open models: iterations by due second (StartedDue, DroppedDue), and those whose second's
+	// slot was not (or no longer) theirs when they were counted (TakeDue)
+	due  [DueSlots]dueSlot
+	late dueSlot
+	_    [64]byte // keep neighbouring shards off this one's cache lines
 }
 
 func newShard() *Shard {
-	return &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist(), lag: NewAtomicHist(),
+	s := &Shard{lat: NewAtomicHist(), latOK: NewAtomicHist(), svc: NewAtomicHist(), lag: NewAtomicHist(),
 		phases: NewPhaseHists()}
+	for sec := int64(1); sec <= DueSlots; sec++ {
+		s.due[sec%DueSlots].sec.Store(sec)
+	}
+	return s
+}
+
+// DueSlots is how many seconds a shard counts at once by due time: slot sec mod DueSlots holds
+// second sec until the collector takes it (TakeDue, moments after the second is over), and then
+// second sec + DueSlots.
+const DueSlots = 8
+
+// dueSlot counts an open model's iterations of one second by their due time.
+type dueSlot struct {
+	sec              atomic.Int64 // the second (1 = the first) counted here now
+	started, dropped atomic.Int64
+}
+
+// StartedDue counts an open-model iteration that started, in the second sec its due time falls
+// in: second k (1 = the first) holds the iterations due in [(k−1)·interval, k·interval) after the
+// run's start, interval being the collector's (engine.Options.Interval, 1 s by default).
+func (s *Shard) StartedDue(sec int64) { s.slot(sec).started.Add(1) }
+
+// DroppedDue counts an open-model iteration that was dropped, in its due second (StartedDue).
+func (s *Shard) DroppedDue(sec int64) { s.slot(sec).dropped.Add(1) }
+
+// slot is the counters of second sec: its slot, or the late counts when the slot still holds an
+// earlier second or already a later one (TakeDue).
+func (s *Shard) slot(sec int64) *dueSlot {
+	if d := &s.due[uint64(sec)%DueSlots]; d.sec.Load() == sec { // any sec: one out of range is late
+		return d
+	}
+	return &s.late
+}
+
+// DroppedDueN counts n dropped iterations due in second sec at once (n ≤ 0 counts none).
+func (r *Recorder) DroppedDueN(sec, n int64) {
+	if n > 0 {
+		r.shards[0].slot(sec).dropped.Add(n)
+	}
+}
+
+// TakeDue returns the started and dropped iterations counted for the seconds from … to
+// (inclusive, from ≥ 1) plus the late counts, and gives each of those seconds' slots to the
+// second DueSlots later. Every count is taken exactly once: one that races with the take lands
+// in the slot's next second, and one whose slot was not its second's in the late counts, which
+// the next take returns.
+func (r *Recorder) TakeDue(from, to int64) (started, dropped int64) {
+	for _, s := range r.shards {
+		for sec := from; sec <= to; sec++ {
+			d := &s.due[uint64(sec)%DueSlots]
+			if d.sec.Load() != sec {
+				continue
+			}
+			started += d.started.Swap(0)
+			dropped += d.dropped.Swap(0)
+			d.sec.Store(sec + DueSlots)
+		}
+		started += s.late.started.Swap(0)
+		dropped += s.late.dropped.Swap(0)
+	}
+	return started, dropped
 }
 
 // Phases returns the shard's phase histograms. The engine records a request's phases once: in

@@ -24,7 +24,7 @@ type Sample struct {
 	Interrupted       int64            `json:"interrupted"`
 	Latency           Latency          `json:"latency_ms"`
 	ActiveVUs         int64            `json:"active_vus"`
-	DroppedIterations int64            `json:"dropped_iterations"`
+	DroppedIterations int64            `json:"dropped_iterations"` // open models: by due second, as StartedIterations
 	BytesIn           int64            `json:"bytes_in"`
 	BytesOut          int64            `json:"bytes_out"`
 	StatusCodes       map[string]int64 `json:"status_codes"`
@@ -79,6 +79,13 @@ type Sample struct {
 	// runs a segment of a plan with several request names, for the names whose histogram changed.
 	// Not in the JSON.
 	NameHists map[string]string `json:"-"`
+	// StartedIterations is, for open models, the iterations due in this sample's seconds that
+	// started, counted by their scheduled (due) time, not by when they ran or finished: a sample
+	// covers the iterations due in [(k−1)·interval, k·interval) for its ElapsedS k (the seconds
+	// before too after a stalled collector skipped some, and up to the run's stop in the last
+	// sample). StartedIterations + DroppedIterations is then exactly the schedule's count for
+	// those seconds, on one machine and summed over agents. 0 (absent) for closed models.
+	StartedIterations int64 `json:"started_iterations,omitempty"`
 }
 
 // ClientSummary is the load generator's own cost over a run.

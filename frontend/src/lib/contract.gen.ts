@@ -245,6 +245,7 @@ export type Sample = {
   missing_share?: number;
   missing_agents?: string[];
   agents?: Record<string, ClientSample>;
+  started_iterations?: number;
 };
 
 /** The JSON of Go's metrics.Summary. */

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	seg "github.com/volley-load/volley/backend/internal/segment"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// Open models count iterations by their due second (arrival.go): each sample's started + dropped
+// iterations are exactly the schedule's iterations due in the seconds it closes. The expected
+// counts here come from the plan's rate, not from the engine's schedule: iteration i is due when
+// the cumulative arrivals N(t) = ∫rate reach i, so the iterations due before t number ⌈N(t)⌉.
+
+// dueRun is one engine's run: its summary, samples, and the times its windows are cut at.
+type dueRun struct {
+	sum     *metrics.Summary
+	samples []metrics.Sample
+	start   time.Time
+	cut     time.Duration // the planned end, or the stop
+}
+
+// runDue runs js on one engine with segment g, cancelled after stopAfter (0: not at all).
+func runDue(t *testing.T, js string, g seg.Segment, stopAfter time.Duration) *dueRun {
+	t.Helper()
+	r, err := startDue(mustPlan(t, js), g, stopAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startDue is runDue for any goroutine.
+func startDue(p *plan.Plan, g seg.Segment, stopAfter time.Duration) (*dueRun, error) {
+	r := &dueRun{}
+	e, err := newEngine(p, Options{Segment: g, OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if stopAfter > 0 {
+		time.AfterFunc(stopAfter, cancel)
+	}
+	if r.sum, err = e.Run(ctx); err != nil {
+		return nil, err
+	}
+	r.start, r.cut = e.start, e.endAt
+	if s := time.Duration(e.stopAt.Load()); s < r.cut {
+		r.cut = s
+	}
+	return r, nil
+}
+
+// windows returns the due-time window [from, to) each sample closes: up to its own second — or,
+// when the collector was late by more than a second and skipped ticks, up to the last second
+// that ended dropTolerance before the tick (collector.takeDue) — and up to the cut for the last.
+func (r *dueRun) windows() [][2]time.Duration {
+	var w [][2]time.Duration
+	var from time.Duration
+	for k, s := range r.samples {
+		tick := time.UnixMilli(s.T).Sub(r.start)
+		to := time.Duration(max(int64(k+1), int64((tick-dropTolerance)/time.Second))) * time.Second
+		if k == len(r.samples)-1 {
+			to = r.cut
+		}
+		w = append(w, [2]time.Duration{from, to})
+		from = to
+	}
+	return w
+}
+
+// check compares each sample's started + dropped iterations with due(to) − due(from) for its
+// window, and the totals with the summary's; it returns the iterations started and dropped.
+func (r *dueRun) check(t *testing.T, name string, due func(time.Duration) int64) (started, dropped int64) {
+	t.Helper()
+	for k, w := range r.windows() {
+		s := r.samples[k]
+		want := due(w[1]) - due(w[0])
+		if got := s.StartedIterations + s.DroppedIterations; got != want {
+			t.Errorf("%s: second %d (due %v … %v): %d started + %d dropped = %d, the schedule has %d",
+				name, s.ElapsedS, w[0], w[1], s.StartedIterations, s.DroppedIterations, got, want)
+		}
+		started += s.StartedIterations
+		dropped += s.DroppedIterations
+	}
+	if started+dropped != due(r.cut) {
+		t.Errorf("%s: %d started + %d dropped, the schedule has %d up to %v", name, started, dropped, due(r.cut), r.cut)
+	}
+	if dropped != r.sum.DroppedIterations || started != r.sum.Requests+r.sum.Interrupted {
+		t.Errorf("%s: the seconds add up to %d started, %d dropped; the summary has %d sent + %d interrupted, %d dropped",
+			name, started, dropped, r.sum.Requests, r.sum.Interrupted, r.sum.DroppedIterations)
+	}
+	return started, dropped
+}
+
+// constantDue is ⌈N(t)⌉ for a constant rate (per second): the iterations due before t.
+func constantDue(rate int64) func(time.Duration) int64 {
+	return func(t time.Duration) int64 { return (int64(t)*rate + int64(time.Second) - 1) / int64(time.Second) }
+}
+
+func fastTarget(t *testing.T) *testutil.Target {
+	return testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) {})
+}
+
+// constant-arrival-rate 2000/s for 3 s: 2000 due in every second, each started or dropped, and
+// the target received every one started.
+func TestOpenModelCountsByDueSecond(t *testing.T) {
+	tg := fastTarget(t)
+	r := runDue(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":2000,"duration":"3s","pre_allocated_vus":20,"max_vus":400},
+		"http":{"timeout":"2s"}}`, tg.URL), seg.Whole, 0)
+	started, dropped := r.check(t, "constant", constantDue(2000))
+	if len(r.samples) != 3 || r.sum.Interrupted != 0 || tg.Requests() != r.sum.Requests {
+		t.Errorf("%d samples, %d interrupted; target counted %d, summary %d", len(r.samples), r.sum.Interrupted, tg.Requests(), r.sum.Requests)
+	}
+	t.Logf("%d started, %d dropped; per second %v", started, dropped, dueCounts(r.samples))
+}
+
+func dueCounts(samples []metrics.Sample) []string {
+	var out []string
+	for _, s := range samples {
+		out = append(out, fmt.Sprintf("%d+%d", s.StartedIterations, s.DroppedIterations))
+	}
+	return out
+}
+
+// ramping-arrival-rate 0 → 999/s over 2 s, 999/s for 1 s, → 0 over 1 s: N(t) = 999t²/4, then
+// 999 + 999(t − 2), then 1998 + 999τ − 999τ²/2 (τ = t − 3); per second ⌈N⌉ differences 250, 749,
+// 999, 500.
+func TestRampingArrivalCountsByDueSecond(t *testing.T) {
+	tg := fastTarget(t)
+	r := runDue(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"ramping-arrival-rate","start_rate":0,"pre_allocated_vus":20,"max_vus":400,
+		"stages":[{"duration":"2s","target":999},{"duration":"1s","target":999},{"duration":"1s","target":0}]},
+		"http":{"timeout":"2s"}}`, tg.URL), seg.Whole, 0)
+	n := func(d time.Duration) int64 {
+		x := d.Seconds()
+		var v float64
+		switch {
+		case x <= 2:
+			v = 999 * x * x / 4
+		case x <= 3:
+			v = 999 + 999*(x-2)
+		default:
+			tau := min(x, 4) - 3
+			v = 1998 + 999*tau - 999*tau*tau/2
+		}
+		return int64(math.Ceil(v))
+	}
+	r.check(t, "ramping", n)
+	if tg.Requests() != r.sum.Requests || len(r.samples) != 4 {
+		t.Errorf("target counted %d, summary %d; %d samples", tg.Requests(), r.sum.Requests, len(r.samples))
+	}
+	t.Logf("per second %v", dueCounts(r.samples))
+}
+
+// Two VUs on a 20 ms target at 400/s: most iterations find no free VU and are dropped, each in its
+// due second, the seconds still exact.
+func TestOpenModelCountsByDueSecondScarceVUs(t *testing.T) {
+	tg := testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) { time.Sleep(20 * time.Millisecond) })
+	r := runDue(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":400,"duration":"2s","pre_allocated_vus":2,"max_vus":2,
+		"graceful_stop":"3s"},"http":{"timeout":"2s"}}`, tg.URL), seg.Whole, 0)
+	started, dropped := r.check(t, "scarce", constantDue(400))
+	if dropped < 400 || started == 0 || tg.Requests() != r.sum.Requests {
+		t.Errorf("%d started, %d dropped (want most of 800 dropped); target counted %d, summary %d",
+			started, dropped, tg.Requests(), r.sum.Requests)
+	}
+	t.Logf("per second %v", dueCounts(r.samples))
+}
+
+// A run cancelled mid-second: the seconds before are whole, the last one holds the iterations due
+// before the stop, and none due after it is counted.
+func TestOpenModelCountsByDueSecondEarlyStop(t *testing.T) {
+	tg := fastTarget(t)
+	r := runDue(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":1000,"duration":"4s","pre_allocated_vus":20,"max_vus":400},
+		"http":{"timeout":"2s"}}`, tg.URL), seg.Whole, 1500*time.Millisecond)
+	if r.cut >= 4*time.Second {
+		t.Fatalf("the run was not stopped early (cut %v)", r.cut)
+	}
+	r.check(t, "early stop", constantDue(1000))
+	if tg.Requests() != r.sum.Requests {
+		t.Errorf("target counted %d, summary %d", tg.Requests(), r.sum.Requests)
+	}
+	t.Logf("stopped at %v; per second %v", r.cut, dueCounts(r.samples))
+}
+
+// Three engines with segments 2:1:1 of 2000/s for 2 s: each part's seconds hold exactly its share
+// (1000/500/500 of the 2000 due), and the parts' seconds add up to the whole schedule's.
+func TestSegmentsCountByDueSecond(t *testing.T) {
+	tg := fastTarget(t)
+	weights := []int{2, 1, 1}
+	sq, err := seg.New(weights...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":2000,"duration":"2s","pre_allocated_vus":20,"max_vus":400},
+		"http":{"timeout":"2s"}}`, tg.URL)
+	runs := make([]*dueRun, len(weights))
+	errs := make([]error, len(weights))
+	var wg sync.WaitGroup
+	for j := range weights {
+		p := mustPlan(t, js)
+		wg.Go(func() { runs[j], errs[j] = startDue(p, sq.Segment(j), 0) })
+	}
+	wg.Wait()
+	for j, err := range errs {
+		if err != nil {
+			t.Fatalf("part %d: %v", j, err)
+		}
+	}
+	whole := constantDue(2000)
+	var sent, total int64
+	perSec := map[int]int64{}
+	aligned := true
+	for j, r := range runs {
+		// the part's share of the iterations due before d: of the first n numbers, the ones it owns
+		g := sq.Segment(j)
+		started, dropped := r.check(t, fmt.Sprintf("part %d", j), func(d time.Duration) int64 { return g.Count(whole(d)) })
+		sent, total = sent+r.sum.Requests, total+started+dropped
+		for k, w := range r.windows() {
+			s := r.samples[k]
+			perSec[s.ElapsedS] += s.StartedIterations + s.DroppedIterations
+			// a whole second's 2000 are 500 periods of the 4-weight sequence: w of each 4 are the part's
+			if w[1]-w[0] == time.Second && s.StartedIterations+s.DroppedIterations != int64(500*weights[j]) {
+				t.Errorf("part %d, second %d: %d iterations, want %d", j, s.ElapsedS, s.StartedIterations+s.DroppedIterations, 500*weights[j])
+			}
+			aligned = aligned && w[0] == time.Duration(k)*time.Second && w[1] == min(r.cut, time.Duration(k+1)*time.Second)
+		}
+		t.Logf("part %d: per second %v", j, dueCounts(r.samples))
+	}
+	// The parts end when their last iteration is done (each at its own cut, ≤ 2 s): whatever the
+	// cuts, every iteration of the 4000 is some part's, counted once.
+	if total != 4000 || tg.Requests() != sent {
+		t.Errorf("the parts counted %d iterations (want 4000); target %d, parts sent %d", total, tg.Requests(), sent)
+	}
+	for k := 1; aligned && k <= 2; k++ {
+		if perSec[k] != 2000 {
+			t.Errorf("second %d: the parts add up to %d, the whole schedule has 2000", k, perSec[k])
+		}
+	}
+}
+
+// A ramp from rate 0 has its first iteration due at its start (at(0) was 0/0 = NaN, a due time
+// of −292 years: always dropped, and out of every second).
+func TestRampFromZeroFirstIterationAtStart(t *testing.T) {
+	ramp := newSchedule(0, []plan.Stage{{Duration: plan.Duration(2 * time.Second), Target: 999}}, time.Second)
+	if d, ok := ramp.at(0); !ok || d != 0 {
+		t.Errorf("at(0) = %v, %v; want 0, true", d, ok)
+	}
+	if d, ok := ramp.at(250); !ok || d < time.Second || d > time.Second+time.Millisecond { // N(1 s) = 249.75
+		t.Errorf("at(250) = %v, want just after 1 s", d)
+	}
+}
