@@ -69,20 +69,28 @@ func (a *arrival) reconcile() { a.closeBefore(a.cut()) }
 
 // Counting by due second. Every iteration of the schedule is counted once, as started or as
 // dropped, in the second its due time falls in (metrics.Shard.StartedDue), by whoever decides
-// it: the VU that claimed it (loop: settle), or, for one no VU has claimed by the time its second
-// is closed, the collector (closeBefore), which claims such iterations itself, all at once, as
-// dropped — a VU claiming one then would find it more than dropTolerance late and drop it
-// anyway. A VU publishes its claim (vu.claim: claiming before the atomic add that claims, the
-// claimed number after it, 0 once settled), so the collector can wait for the claimed iterations
-// of a second to be settled before it takes the second's counts.
+// it first. A VU publishes the iteration it claimed in vu.claim (claiming before the atomic add
+// that claims it, its number + 1 after, settling while it counts it, 0 once counted) and decides
+// it with a compare-and-swap from its number to settling (settle). The collector closes a second
+// once it is more than dropTolerance over (closeBefore): an iteration due in it that no VU has
+// claimed, or that a VU claimed and has not started yet, can no longer start within
+// dropTolerance of its due time, so the collector counts it as dropped itself — the unclaimed
+// ones by claiming them all at once (a compare-and-swap on the claim counter), the claimed ones by
+// taking each VU's claim (a compare-and-swap to 0; the VU's own then fails, and it does not run
+// the iteration). It waits only for VUs in the middle of claiming or settling (a few
+// instructions), then takes the second's counts.
 
-// claiming is vu.claim while the VU claims an iteration whose number it does not know yet.
-const claiming = -1
+// vu.claim while the VU claims an iteration whose number it does not know yet, and while it
+// counts the one it decided.
+const (
+	claiming = -1
+	settling = -2
+)
 
-// maxSettle bounds how long closeBefore waits for the VUs holding claimed iterations (they are
-// due, so they settle within a scheduling delay): one still unsettled after it is counted in a
-// later sample (metrics.Recorder.TakeDue's late counts), never lost.
-const maxSettle = time.Second
+// maxSettle bounds how long closeBefore waits for VUs in the middle of claiming or settling: a VU
+// held up there longer (its thread descheduled) counts its iteration in a later sample
+// (metrics.Recorder.TakeDue's late counts), never twice and never not at all.
+const maxSettle = 500 * time.Millisecond
 
 // cut is when the run's schedule ends as far as the run goes: the planned end, or an earlier stop.
 // Iterations due at or after it are no part of the run: they are neither started nor counted.
@@ -97,26 +105,31 @@ func (a *arrival) cut() time.Duration {
 // second is the due second (1 = the first; the collector's interval) of a due time.
 func (a *arrival) second(due time.Duration) int64 { return int64(due/a.e.opts.Interval) + 1 }
 
-// settle decides the iteration v claimed, due at due: it counts it as started or dropped in its
-// due second, and releases the claim. An iteration due at or after the cut is not counted, and
-// settle returns false (the VU must not run it).
-func (a *arrival) settle(v *vu, due time.Duration, started bool) bool {
+// settle decides iteration k, which v claimed, due at due: unless closeBefore has counted it as
+// dropped already, it counts it as started (start) or dropped in its due second and releases the
+// claim. It reports whether the VU is to run it: start, not taken by closeBefore, and due before
+// the cut (one due at or after the cut is no part of the run, and is not counted).
+func (a *arrival) settle(v *vu, k int64, due time.Duration, start bool) bool {
+	if !v.claim.CompareAndSwap(k+1, settling) {
+		return false // closeBefore counted it as dropped: too late to start
+	}
 	ok := due < a.cut()
-	if ok && started {
+	if ok && start {
 		v.shard.StartedDue(a.second(due))
 	} else if ok {
 		v.shard.DroppedDue(a.second(due))
 		a.e.rec.Dropped()
 	}
 	v.claim.Store(0)
-	return ok
+	return ok && start
 }
 
 // closeBefore makes every iteration of this engine's segment due before t decided, so that the
-// counts of the seconds before t are complete (t ≤ now − dropTolerance): it claims the ones no VU
-// has claimed as dropped (counted in their due seconds), then waits, at most maxSettle, until no
-// VU holds an unsettled iteration due before t. Safe to call concurrently with the VUs and with
-// itself: the claim is a compare-and-swap on the claim counter.
+// counts of the seconds before t are complete; t ≤ now − dropTolerance, so none of them can still
+// start on time. It claims the ones no VU has claimed, and takes the claims of VUs that have not
+// started theirs yet, and counts them all as dropped in their due seconds; it waits, at most
+// maxSettle, for VUs in the middle of claiming or settling. Safe to call concurrently with the
+// VUs and with itself.
 func (a *arrival) closeBefore(t time.Duration) {
 	e := a.e
 	t = min(t, a.cut()) // a stop later than this is later than t: t ≤ now − dropTolerance
@@ -132,14 +145,24 @@ func (a *arrival) closeBefore(t time.Duration) {
 			break
 		}
 	}
-	e.vusMu.Lock()
-	vus := e.vus // every VU that claimed before the swap above: a VU is listed before it runs
-	e.vusMu.Unlock()
+	// Every VU that claimed before the swap above is listed: a VU is listed before it runs.
+	vus := e.listed.Load()
+	if vus == nil {
+		return
+	}
 	deadline := time.Now().Add(maxSettle)
-	for _, v := range vus {
+	for _, v := range *vus {
 		for n := 0; ; n++ {
-			if k := v.claim.Load(); k == 0 || k > hi { // k−1 is the claimed number
+			c := v.claim.Load()
+			if c == 0 || c > hi { // c − 1 is the claimed iteration: due at t or later
 				break
+			}
+			if c > 0 {
+				if v.claim.CompareAndSwap(c, 0) {
+					a.dropRange(sc, c-1, c)
+					break
+				}
+				continue // the VU settled it meanwhile
 			}
 			if time.Now().After(deadline) {
 				return
@@ -220,20 +243,23 @@ func (a *arrival) loop(v *vu) {
 				now = e.now()
 				wait = due - now
 			}
-			run := !e.stop.Load() && due < e.endAt
-			run = a.settle(v, due, run) && run // one not run is dropped if it was due before the cut
+			end := e.stop.Load() || due >= e.endAt // not run: dropped if it was due before the cut
+			run := a.settle(v, k, due, !end)
 			if a.waiting.Add(-1) == 0 {
 				a.grow()
 			}
-			if !run {
+			if end {
 				return
 			}
+			if !run {
+				continue // it woke so late that the collector dropped it
+			}
 		} else if -wait > dropTolerance {
-			a.settle(v, due, false)
+			a.settle(v, k, due, false)
 			continue
 		} else {
-			if !a.settle(v, due, true) {
-				return
+			if !a.settle(v, k, due, true) {
+				continue
 			}
 			if a.waiting.Load() == 0 {
 				a.grow()

@@ -84,6 +84,9 @@ func (r *dueRun) check(t *testing.T, name string, due func(time.Duration) int64)
 	t.Helper()
 	for k, w := range r.windows() {
 		s := r.samples[k]
+		if w[1]-w[0] > time.Second {
+			t.Logf("%s: sample %d closes %v … %v: the collector was late by more than a second", name, s.ElapsedS, w[0], w[1])
+		}
 		want := due(w[1]) - due(w[0])
 		if got := s.StartedIterations + s.DroppedIterations; got != want {
 			t.Errorf("%s: second %d (due %v … %v): %d started + %d dropped = %d, the schedule has %d",
@@ -119,8 +122,8 @@ func TestOpenModelCountsByDueSecond(t *testing.T) {
 		"load":{"executor":"constant-arrival-rate","rate":2000,"duration":"3s","pre_allocated_vus":20,"max_vus":400},
 		"http":{"timeout":"2s"}}`, tg.URL), seg.Whole, 0)
 	started, dropped := r.check(t, "constant", constantDue(2000))
-	if len(r.samples) != 3 || r.sum.Interrupted != 0 || tg.Requests() != r.sum.Requests {
-		t.Errorf("%d samples, %d interrupted; target counted %d, summary %d", len(r.samples), r.sum.Interrupted, tg.Requests(), r.sum.Requests)
+	if r.sum.Interrupted != 0 || tg.Requests() != r.sum.Requests {
+		t.Errorf("%d interrupted; target counted %d, summary %d", r.sum.Interrupted, tg.Requests(), r.sum.Requests)
 	}
 	t.Logf("%d started, %d dropped; per second %v", started, dropped, dueCounts(r.samples))
 }
@@ -157,8 +160,8 @@ func TestRampingArrivalCountsByDueSecond(t *testing.T) {
 		return int64(math.Ceil(v))
 	}
 	r.check(t, "ramping", n)
-	if tg.Requests() != r.sum.Requests || len(r.samples) != 4 {
-		t.Errorf("target counted %d, summary %d; %d samples", tg.Requests(), r.sum.Requests, len(r.samples))
+	if tg.Requests() != r.sum.Requests {
+		t.Errorf("target counted %d, summary %d", tg.Requests(), r.sum.Requests)
 	}
 	t.Logf("per second %v", dueCounts(r.samples))
 }
@@ -261,5 +264,48 @@ func TestRampFromZeroFirstIterationAtStart(t *testing.T) {
 	}
 	if d, ok := ramp.at(250); !ok || d < time.Second || d > time.Second+time.Millisecond { // N(1 s) = 249.75
 		t.Errorf("at(250) = %v, want just after 1 s", d)
+	}
+}
+
+// closeBefore at the end of second 1 of 10/s (iterations 0–9 due in it): of those, 0–3 started,
+// 4 is held by a VU that has not started it (its thread descheduled, say), 5 is being claimed by
+// a VU that publishes its number a moment later, 6–9 are unclaimed. The collector counts 4–9 as
+// dropped in second 1 (taking 4's and 5's claims: their VUs' own settle then fails, and they do
+// not run them), and the next claim is 10, the first of second 2.
+func TestCloseBeforeTakesUnstartedClaims(t *testing.T) {
+	e := &Engine{endAt: 3 * time.Second, opts: Options{Interval: time.Second}, rec: metrics.NewRecorder(2)}
+	a := &arrival{e: e, sched: newSchedule(10, []plan.Stage{{Duration: plan.Duration(3 * time.Second), Target: 10}}, time.Second)}
+	vus := []*vu{{shard: e.rec.Shard(0)}, {shard: e.rec.Shard(1)}, {shard: e.rec.Shard(0)}}
+	e.listed.Store(&vus)
+	due := func(k int64) time.Duration { d, _ := a.sched.at(k); return d }
+	for k := range int64(4) {
+		vus[0].claim.Store(k + 1)
+		if !a.settle(vus[0], k, due(k), true) {
+			t.Fatalf("iteration %d not started", k)
+		}
+	}
+	vus[1].claim.Store(4 + 1)
+	vus[2].claim.Store(claiming)
+	a.next.Store(6)
+	published := make(chan struct{})
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		vus[2].claim.Store(5 + 1)
+		close(published)
+	}()
+	a.closeBefore(time.Second)
+	<-published
+	if a.settle(vus[1], 4, due(4), true) || a.settle(vus[2], 5, due(5), false) {
+		t.Error("a VU ran (or counted) an iteration the collector had dropped")
+	}
+	if k := a.next.Add(1) - 1; k != 10 {
+		t.Errorf("the next claim is %d, want 10", k)
+	}
+	if started, dropped := e.rec.TakeDue(1, 1); started != 4 || dropped != 6 {
+		t.Errorf("second 1: %d started, %d dropped; want 4, 6", started, dropped)
+	}
+	c := metrics.NewCounts()
+	if e.rec.Read(c); c.Dropped != 6 {
+		t.Errorf("%d dropped in total, want 6", c.Dropped)
 	}
 }

@@ -78,6 +78,9 @@ type Engine struct {
 	// vusMu ahead of the stop's own steps (Go's mutex hands a contended lock over in FIFO order,
 	// one scheduling delay per waiter).
 	live atomic.Int64
+	// listed is vus as of the latest VU started, for readers that must not queue on vusMu behind
+	// a burst of spawns (arrival.closeBefore).
+	listed atomic.Pointer[[]*vu]
 
 	ctl control // live control: SetVUs, SetRate (control.go)
 
@@ -452,6 +455,8 @@ func (e *Engine) spawn(loop func(*vu)) {
 func (e *Engine) startVU(loop func(*vu)) {
 	v := newVU(e, len(e.vus))
 	e.vus = append(e.vus, v)
+	vs := e.vus
+	e.listed.Store(&vs)
 	e.wg.Add(1)
 	e.vusMu.Unlock()
 	go func() {

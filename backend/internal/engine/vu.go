@@ -58,7 +58,7 @@ type vu struct {
 	rng      *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout  time.Duration
 	state    atomic.Int32
-	claim    atomic.Int64 // open models: the claimed iteration's number + 1 until settled, claiming, or 0 (arrival.go)
+	claim    atomic.Int64 // open models: the claimed iteration's number + 1 until settled, claiming, settling or 0 (arrival.go)
 	scratch  []byte       // bodies nobody reads are dropped through it (httpConn.discard); made on first use
 
 	// request timeouts (deadline.go)
