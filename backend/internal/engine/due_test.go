@@ -309,3 +309,46 @@ func TestCloseBeforeTakesUnstartedClaims(t *testing.T) {
 		t.Errorf("%d dropped in total, want 6", c.Dropped)
 	}
 }
+
+// SetRate from 200/s to 500/s mid-run: the seconds hold exactly the iterations due in them on the
+// schedule as changed (N(t) = 200t before the change at t₀, 200t₀ + 500(t − t₀) after), the
+// iterations claimed before the change but due after it planned again and counted where they ran.
+func TestSetRateCountsByDueSecond(t *testing.T) {
+	tg := fastTarget(t)
+	r := &dueRun{}
+	e, err := newEngine(mustPlan(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":200,"duration":"3s","pre_allocated_vus":10,"max_vus":200},
+		"http":{"timeout":"2s"}}`, tg.URL)), Options{OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		r.sum, err = e.Run(context.Background())
+		done <- err
+	}()
+	waitSending(t, e)
+	time.Sleep(1300*time.Millisecond - e.now()) // mid-second: not a synchronisation, any moment will do
+	if _, err := e.SetRate(500, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.start, r.cut = e.start, min(e.endAt, time.Duration(e.stopAt.Load()))
+	stages := e.exec.(*arrival).cur().stages
+	t0 := stages[len(stages)-1].start // the change, in seconds since the start
+	n := func(d time.Duration) int64 {
+		x := d.Seconds()
+		if x <= t0 {
+			return int64(math.Ceil(200 * x))
+		}
+		return int64(math.Ceil(200*t0 + 500*(x-t0)))
+	}
+	r.check(t, "set rate", n)
+	if tg.Requests() != r.sum.Requests {
+		t.Errorf("target counted %d, summary %d", tg.Requests(), r.sum.Requests)
+	}
+	t.Logf("rate changed at %.3f s; per second %v", t0, dueCounts(r.samples))
+}
