@@ -23,6 +23,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -217,6 +218,7 @@ Add an admin first, then start again (everyone then logs in):
 	}
 
 	apiOpts := []api.Option{api.WithGuard(guard)}
+	var steer *cluster.Coordinator // live control of the runs over agents
 	if lim.agentsListen != "" {
 		ag, err := startAgents(lim.agentsListen, lim.agentsState)
 		if err != nil {
@@ -228,10 +230,11 @@ Add an admin first, then start again (everyone then logs in):
 				return fmt.Errorf("--join-token-file: %w", err)
 			}
 		}
-		opts, err := agentsAPI(ag, log, lim.agentsState != "")
+		opts, co, err := agentsAPI(ag, log, lim.agentsState != "")
 		if err != nil {
 			return fmt.Errorf("--agents-listen: %w", err)
 		}
+		steer = co
 		apiOpts = append(apiOpts, opts...)
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
@@ -242,10 +245,11 @@ Add an admin first, then start again (everyone then logs in):
 			return err
 		}
 		defer ag.Close()
-		opts, err := agentsAPI(ag, log, true)
+		opts, co, err := agentsAPI(ag, log, true)
 		if err != nil {
 			return fmt.Errorf("--nats: %w", err)
 		}
+		steer = co
 		apiOpts = append(apiOpts, opts...)
 		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
@@ -255,6 +259,11 @@ Add an admin first, then start again (everyone then logs in):
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
 	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
 	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
+	if steer != nil {
+		rn.SetDriveControl(func(id int64, ch runner.Change) (metrics.RunEvent, error) {
+			return steer.Control(ctx, id, cluster.Change{VUs: ch.VUs, Rate: ch.Rate, By: ch.By})
+		})
+	}
 	as := api.New(st, svc, h, frontend.Dist(), log, append(apiOpts, api.WithMetrics(prom.Handler()))...)
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
@@ -329,14 +338,15 @@ func cannotResume(lim serveOpts) string {
 }
 
 // agentsAPI is the API's view of the agents: the list (api.WithAgents) and runs over them — the
-// registry picks them, the coordinator runs the plan on them (api.WithCluster); fileStore keeps
+// registry picks them, the coordinator runs the plan on them (api.WithCluster) and changes their
+// load while they run (the coordinator returned, for runner.SetDriveControl); fileStore keeps
 // the snapshot stream on disk (cluster.FileStore: the broker has a store dir, or an external NATS).
-func agentsAPI(ag *agentsCtl, log *slog.Logger, fileStore bool) ([]api.Option, error) {
+func agentsAPI(ag *agentsCtl, log *slog.Logger, fileStore bool) ([]api.Option, *cluster.Coordinator, error) {
 	co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log, cluster.FileStore(fileStore))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []api.Option{api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co})}, nil
+	return []api.Option{api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co})}, co, nil
 }
 
 // seedDemo creates the example plan in an empty database so a newcomer can press Run at once.

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
 )
@@ -22,7 +23,8 @@ type controlBody struct {
 
 // controlRun changes a running test's VUs or rate (live control): 200 with the RunEvent recorded;
 // 400 (field errors on vus or rate), 404 (no such run), 409 (not running, its executor has no
-// such control, or control_unsupported: a run over agents).
+// such control, control_unsupported: a run over agents on a server that cannot steer them, or
+// agents_refused: an agent of a run over agents did not apply the change).
 func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	id, err := idParam(c)
 	if err != nil {
@@ -62,6 +64,8 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 		return 0, nil, errf(http.StatusConflict, "control_unsupported", "%s", err.Error())
 	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
 		return 0, nil, errf(http.StatusConflict, "not_controllable", "%s", err.Error())
+	case errors.As(err, new(*cluster.ControlError)):
+		return 0, nil, errf(http.StatusConflict, "agents_refused", "%s", err.Error())
 	case err != nil:
 		return 0, nil, err
 	}

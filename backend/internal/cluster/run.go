@@ -124,8 +124,11 @@ type Coordinator struct {
 	// controller process killed (tests). Nil: never.
 	halt chan struct{}
 
+	ctlTimeout time.Duration // ControlTimeout (tests shorten it)
+
 	mu   sync.Mutex
 	busy map[string]int64 // agent id → the run of this coordinator it works on
+	runs map[int64]*run   // the runs being driven (merged), for Control
 }
 
 // CoordinatorOption configures NewCoordinator.
@@ -167,7 +170,7 @@ func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...Co
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
 	c := &Coordinator{conn: conn, js: js, reg: reg, log: log, id: randomID(), now: reg.now,
-		tick: 50 * time.Millisecond, busy: map[string]int64{}}
+		tick: 50 * time.Millisecond, busy: map[string]int64{}, runs: map[int64]*run{}, ctlTimeout: ControlTimeout}
 	if err := c.ensureStream(o.file, o.replicas); err != nil {
 		return nil, err
 	}
@@ -469,6 +472,17 @@ func (c *Coordinator) subscribe(run int64) (*nats.Subscription, error) {
 // after which the fetcher says it has caught up) and merges them until the run's end.
 func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64) (*metrics.Summary, error) {
 	r.caughtUp = backlog == 0
+	r.c.mu.Lock()
+	r.c.runs[r.spec.Run] = r // live control reaches it from here on (Control)
+	r.c.mu.Unlock()
+	defer func() {
+		r.c.mu.Lock()
+		if r.c.runs[r.spec.Run] == r {
+			delete(r.c.runs, r.spec.Run)
+		}
+		r.c.mu.Unlock()
+		close(r.live.done)
+	}()
 	fctx, stopFetch := context.WithCancel(context.Background())
 	in := make(chan incoming, 256)
 	fetched := make(chan struct{})
@@ -507,6 +521,9 @@ func (c *Coordinator) release(ids []string) {
 // StopRepeat while an agent's final is missing.
 func (r *run) stopAll(now time.Time, why string) {
 	r.stopped, r.stop, r.stopSent = true, Control{Kind: ControlStop, Reason: why}, now
+	r.live.mu.Lock()
+	r.live.ending = true // no change from here on
+	r.live.mu.Unlock()
 	r.control(r.stop)
 }
 
@@ -619,6 +636,12 @@ type run struct {
 	from       int       // the first second handed to OnSecond (1 for Run)
 	graceUntil time.Time // zero for Run
 	caughtUp   bool      // every snapshot the stream held at the start is taken in
+
+	// Live control (control.go): the changes recorded, in order, and the first one not yet put
+	// into a merged second.
+	live   live
+	events []metrics.RunEvent
+	evNext int
 }
 
 func (r *run) init() {
@@ -640,6 +663,8 @@ func (r *run) init() {
 	r.lost, r.refused, r.lastSec = make([]bool, n), make([]bool, n), make([]int, n)
 	r.parts = make([][]*SecondPart, n)
 	r.warned = map[string]struct{}{}
+	r.live.out = make([]bool, n)
+	r.live.events, r.live.done = make(chan metrics.RunEvent), make(chan struct{}) // unbuffered: a change handed over is in the loop
 }
 
 // once logs msg the first time key is seen.
@@ -726,6 +751,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 			} else {
 				r.take(m)
 			}
+		case ev := <-r.live.events:
+			r.events = append(r.events, ev)
 		case <-r.c.halt:
 			return nil, errHalted
 		case <-done:
@@ -867,6 +894,7 @@ func (r *run) final(i int, s Snapshot) {
 		why = fmt.Sprintf("its final message (second %d) is not after its last second (%d)", s.Second, r.lastSec[i])
 	default:
 		r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
+		r.markOut(i)
 		return
 	}
 	r.refused[i] = true
@@ -894,6 +922,7 @@ func (r *run) watch(now time.Time) {
 
 func (r *run) lose(i int, why string) {
 	r.lost[i], r.degraded = true, true
+	r.markOut(i)
 	r.log.Warn("agent lost; its share is missing from here on", "agent", r.ids[i], "why", why, "last_second", r.lastSec[i])
 }
 
@@ -964,6 +993,11 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 		m := r.merger.Second(s, parts)
 		delete(r.pending, s)
 		r.next++
+		if s >= r.from {
+			// The run's load changes are the coordinator's record, once each (not the agents'
+			// copies the merger added up).
+			m.Events = r.secondEvents(s)
+		}
 		if r.hooks.OnSecond != nil && s >= r.from {
 			r.hooks.OnSecond(m)
 		}
@@ -1017,6 +1051,12 @@ func (r *run) summary() (*metrics.Summary, error) {
 	sum, err := r.merger.Summary(finals)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
+	}
+	// The load changes once each: the coordinator's record; a resumed run's coordinator did not
+	// see those made before its restart, so its summary has the first agent's own record.
+	sum.Events = append([]metrics.RunEvent{}, r.events...)
+	if !r.graceUntil.IsZero() && like >= 0 {
+		sum.Events = append([]metrics.RunEvent{}, finals[like].State.Events...)
 	}
 	sum.Agents = len(r.ids)
 	sum.Degraded = r.degraded
