@@ -25,6 +25,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/procstat"
 )
 
@@ -46,6 +47,11 @@ type Config struct {
 	// ClockOffset moves this agent's wall clock by that much (tests of the synchronized start: an
 	// agent whose clock is 2 s ahead must still start with the others); 0 in production.
 	ClockOffset time.Duration
+	// Policy is the target policy the agent's engine enforces at connect time (and a plan is
+	// checked against at Prepare) in place of netpolicy.Default: a single-machine run's
+	// in-process agent takes the server's (localagent). nil: netpolicy.Default. AllowTargets,
+	// when given, takes the place of either.
+	Policy *netpolicy.Policy
 	// Connect connects to the broker with the agent's options (reconnects, handlers); nil:
 	// bus.ConnectAgent(URL, ID, Token, …). An external NATS: bus.ConnectExternalAgent.
 	Connect func(opts ...nats.Option) (*nats.Conn, error)
@@ -153,6 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	w.skew = cfg.ClockOffset
+	w.policy = cfg.Policy
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	defer stopPub()
 	sub, err := w.start(pubCtx)

@@ -64,6 +64,8 @@ type worker struct {
 	mu    sync.Mutex               // guards cur and runState.started
 	cur   *runState                // the prepared or running run, nil: idle
 	skew  time.Duration            // Config.ClockOffset: added to every wall-clock reading
+	// policy is Config.Policy: the target policy in place of netpolicy.Default (nil: that).
+	policy *netpolicy.Policy
 }
 
 // now is the agent's wall clock (moved by Config.ClockOffset in tests).
@@ -229,7 +231,10 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 	if err != nil {
 		return w.refusal(err)
 	}
-	policy := netpolicy.Default()
+	policy := w.policy
+	if policy == nil {
+		policy = netpolicy.Default()
+	}
 	if w.allow != nil {
 		if err := plan.CheckTargets(c.Plan, w.allow); err != nil {
 			return w.refusal(fmt.Errorf("the plan aims outside this agent's --allow-target list: %w", err))

@@ -33,6 +33,11 @@ type RunSpec struct {
 	// Controller is the controller id the run's agents are prepared with, "" for this coordinator's
 	// own id. Resume sets it from Started.Controller.
 	Controller string
+	// InProcess says the agents run in this process (a single-machine run's local agent,
+	// localagent): they cannot be cut off or die on their own, so no second is closed with a share
+	// missing before the run's end (SecondGrace does not apply: a generator-bound process may
+	// deliver late) and no agent is lost by its presence's age. The run's end still bounds it.
+	InProcess bool
 }
 
 // Started is what a run over agents keeps so that a restarted controller can Resume it (the
@@ -906,6 +911,9 @@ func (r *run) final(i int, s Snapshot) {
 // watch marks agents whose presence expired as lost; in a resumed run, an agent the registry
 // does not know yet is not lost before graceUntil (it is coming back).
 func (r *run) watch(now time.Time) {
+	if r.spec.InProcess {
+		return // its agents live and die with this process
+	}
 	for i, id := range r.ids {
 		if r.lost[i] || r.finals[i] != nil {
 			continue
@@ -973,7 +981,7 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 			// Merged again for the run so far: what the stream held at the resume is all there is.
 			due = r.caughtUp || !now.Before(r.graceUntil)
 		} else {
-			due = s <= r.planned && !now.Before(later(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace), r.graceUntil))
+			due = s <= r.planned && !r.spec.InProcess && !now.Before(later(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace), r.graceUntil))
 		}
 		if waiting && !due && !over {
 			return

@@ -1,0 +1,228 @@
+package localagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// listening is the set of this process's listening TCP sockets (their inodes): the LISTEN rows of
+// /proc/net/tcp{,6} whose inode is one of /proc/self/fd's sockets.
+func listening(t *testing.T) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	own := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			own[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			c := strings.Fields(sc.Text())
+			if len(c) > 9 && c[3] == "0A" && own[c[9]] { // st 0A: LISTEN; c[9]: inode
+				out = append(out, c[1]+" "+c[9])
+			}
+		}
+		fh.Close()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// paths adds the path of every field in v's JSON to set: objects' keys (map keys too: status
+// codes, request names), arrays' elements as "[]".
+func paths(prefix string, v any, set map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, c := range x {
+			p := prefix + "." + k
+			set[p] = true
+			paths(p, c, set)
+		}
+	case []any:
+		for _, c := range x {
+			paths(prefix+"[]", c, set)
+		}
+	}
+}
+
+func jsonPaths(t *testing.T, vs ...any) map[string]bool {
+	t.Helper()
+	set := map[string]bool{}
+	for _, v := range vs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x any
+		if err := json.Unmarshal(b, &x); err != nil {
+			t.Fatal(err)
+		}
+		paths("", x, set)
+	}
+	return set
+}
+
+// populated adds the name of every field of the structs vs that is not its zero value to a set:
+// the fields the JSON leaves out too (Sample.Hist, P95SoFarMs, LatencySumUs).
+func populated[T any](vs ...T) map[string]bool {
+	set := map[string]bool{}
+	for _, v := range vs {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumField() {
+			if !rv.Field(i).IsZero() {
+				set[rv.Type().Field(i).Name] = true
+			}
+		}
+	}
+	return set
+}
+
+// diff is what a has and b has not, and the other way round.
+func diff(a, b map[string]bool) (onlyA, onlyB []string) {
+	for k := range a {
+		if !b[k] {
+			onlyA = append(onlyA, k)
+		}
+	}
+	for k := range b {
+		if !a[k] {
+			onlyB = append(onlyB, k)
+		}
+	}
+	slices.Sort(onlyA)
+	slices.Sort(onlyB)
+	return onlyA, onlyB
+}
+
+// run is one run's seconds and summary.
+type run struct {
+	seconds []metrics.Sample
+	sum     *metrics.Summary
+	sent    int64 // requests the target saw
+}
+
+// A single-machine run through the local agent — the embedded broker with no listener, the agent
+// in this process — opens no port, and its seconds and summary carry the same fields as the same
+// plan run by the engine directly, with the same counts, which are the target's: 2 VUs × 25
+// iterations of two requests (one answered 200, one 500 and failing its check) against one
+// loopback target.
+func TestLocalRunIsTheEnginesRun(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"one path","think_time":"50ms","flow":"sequence",
+		"requests":[{"name":"ok","url":%q,"checks":[{"type":"status","op":"eq","value":200}]},
+		            {"name":"bad","url":%q,"checks":[{"type":"status","op":"eq","value":200}]}],
+		"load":{"executor":"per-vu-iterations","vus":2,"iterations":25,"max_duration":"30s"},
+		"thresholds":["p(95)<5s"],"http":{"timeout":"5s"}}`, tg.URL+"/ok", tg.URL+"/bad")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := listening(t)
+	if len(before) != 1 { // the target's: the helper sees this process's listeners
+		t.Fatalf("listening before: %v, want the target's one", before)
+	}
+	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	var direct, local run
+	var mu sync.Mutex
+	collect := func(r *run) func(metrics.Sample) {
+		return func(s metrics.Sample) {
+			mu.Lock()
+			r.seconds = append(r.seconds, s)
+			mu.Unlock()
+		}
+	}
+	ctx := context.Background()
+	n0 := tg.Requests()
+	eng, err := engine.New(c, engine.Options{OnSample: collect(&direct)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if direct.sum, err = eng.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n1 := tg.Requests()
+	direct.sent = n1 - n0
+	var during []string
+	local.sum, err = l.Run(ctx, 1, c, func(s metrics.Sample) {
+		if during == nil {
+			during = listening(t) // while the run sends load
+		}
+		collect(&local)(s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local.sent = tg.Requests() - n1
+	if after := listening(t); !slices.Equal(before, after) || !slices.Equal(before, during) {
+		t.Errorf("listening sockets: %v before the local agent, %v during its run, %v after", before, during, after)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for name, r := range map[string]run{"direct": direct, "local agent": local} {
+		var sum int64
+		for _, s := range r.seconds {
+			sum += s.Requests
+		}
+		if r.sent != 100 || r.sum.Requests != 100 || sum != 100 || r.sum.StatusCodes["200"] != 50 || r.sum.StatusCodes["500"] != 50 {
+			t.Errorf("%s: the target saw %d requests, the seconds count %d, the summary %d (%v), want 100 (50 × 200, 50 × 500)",
+				name, r.sent, sum, r.sum.Requests, r.sum.StatusCodes)
+		}
+		if len(r.sum.Checks) != 2 || len(r.sum.Failures) != 1 || r.sum.Failures[0].Count != 50 {
+			t.Errorf("%s: checks %+v, failures %+v", name, r.sum.Checks, r.sum.Failures)
+		}
+	}
+	if fmt.Sprint(direct.sum.Checks) != fmt.Sprint(local.sum.Checks) {
+		t.Errorf("checks: direct %+v, local agent %+v", direct.sum.Checks, local.sum.Checks)
+	}
+	if a, b := diff(jsonPaths(t, direct.seconds), jsonPaths(t, local.seconds)); len(a)+len(b) > 0 {
+		t.Errorf("seconds' fields only in the direct run: %v; only through the local agent: %v", a, b)
+	}
+	if a, b := diff(populated(direct.seconds...), populated(local.seconds...)); len(a)+len(b) > 0 {
+		t.Errorf("seconds' Go fields only in the direct run: %v; only through the local agent: %v", a, b)
+	}
+	if a, b := diff(populated(*direct.sum), populated(*local.sum)); len(a)+len(b) > 0 {
+		t.Errorf("summary Go fields only in the direct run: %v; only through the local agent: %v", a, b)
+	}
+	if a, b := diff(jsonPaths(t, direct.sum), jsonPaths(t, local.sum)); len(a)+len(b) > 0 {
+		t.Errorf("summary fields only in the direct run: %v; only through the local agent: %v", a, b)
+	}
+}
