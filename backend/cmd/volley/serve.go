@@ -22,7 +22,9 @@ import (
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/localagent"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
@@ -69,6 +71,7 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
 	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts, and the runs' snapshots (DIR/jetstream), so a run over agents goes on after a restart of this server")
+	c.Flags().BoolVar(&lim.directEngine, "direct-engine", false, "run single-machine runs on this process's engine directly instead of through the in-process agent (the path before agents; for comparing the two)")
 	c.Flags().StringVar(&lim.joinTokenFile, "join-token-file", "", "with --agents-listen: write the join token to this file (mode 0600) for agents that read it (volley agent --token-file), e.g. on a shared volume")
 	// --nats, --nats-creds, --nats-nkey: an external NATS instead of the embedded broker (natsflags.go)
 	controllerNATSFlags(c, &lim.nats)
@@ -92,6 +95,7 @@ type serveOpts struct {
 	agentsState       string         // --agents-state: bus.Config.StateDir, StoreDir DIR/jetstream; "": a new join token each start
 	joinTokenFile     string         // --join-token-file: where the join token is written; "": nowhere
 	nats              bus.External   // --nats, --nats-creds, --nats-nkey (natsflags.go): an external NATS
+	directEngine      bool           // --direct-engine: single-machine runs on the engine, not the in-process agent
 }
 
 func defaultServeOpts() serveOpts {
@@ -258,12 +262,20 @@ Add an admin first, then start again (everyone then logs in):
 	pol := targetPolicy.policy()
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
 	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
-	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
-	if steer != nil {
-		rn.SetDriveControl(func(id int64, ch runner.Change) (metrics.RunEvent, error) {
-			return steer.Control(ctx, id, cluster.Change{VUs: ch.VUs, Rate: ch.Rate, By: ch.By})
-		})
+	// A single-machine run is a run over one in-process agent (no port: the broker has no
+	// listener), unless --direct-engine.
+	var local *localagent.Local
+	if !lim.directEngine {
+		if local, err = localagent.Start(localagent.Config{Version: version, Policy: pol, Log: log}); err != nil {
+			return err
+		}
+		defer local.Close()
 	}
+	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
+	if local != nil {
+		svc.SetLocal(local.Run)
+	}
+	rn.SetDriveControl(driveControl(ctx, local, steer))
 	as := api.New(st, svc, h, frontend.Dist(), log, append(apiOpts, api.WithMetrics(prom.Handler()))...)
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
@@ -315,6 +327,25 @@ Add an admin first, then start again (everyone then logs in):
 		return err
 	}
 	return nil
+}
+
+// driveControl is live control of the driven runs (runner.SetDriveControl): a single-machine
+// run's, through the local agent, else a run over agents', through their coordinator; nil with
+// neither.
+func driveControl(ctx context.Context, local *localagent.Local, remote *cluster.Coordinator) runner.DriveControl {
+	if local == nil && remote == nil {
+		return nil
+	}
+	return func(id int64, ch runner.Change) (metrics.RunEvent, error) {
+		c := cluster.Change{VUs: ch.VUs, Rate: ch.Rate, By: ch.By}
+		if local != nil {
+			ev, err := local.Control(ctx, id, c)
+			if remote == nil || !errors.Is(err, engine.ErrNotRunning) {
+				return ev, err
+			}
+		}
+		return remote.Control(ctx, id, c)
+	}
 }
 
 // clusterRuns is the API's cluster (api.Cluster): the registry picks agents, the coordinator runs

@@ -37,6 +37,7 @@ type RunSpec struct {
 	// localagent): they cannot be cut off or die on their own, so no second is closed with a share
 	// missing before the run's end (SecondGrace does not apply: a generator-bound process may
 	// deliver late) and no agent is lost by its presence's age. The run's end still bounds it.
+	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay.
 	InProcess bool
 }
 
@@ -71,6 +72,9 @@ const (
 	// MinStartDelay is the least time between the start broadcast and start_at; a worse network
 	// gets 3 × the worst clock-probe round trip the agents measured.
 	MinStartDelay = time.Second
+	// InProcessStartDelay is MinStartDelay for a run whose agents are in this process
+	// (RunSpec.InProcess): enough for the start broadcast to reach them.
+	InProcessStartDelay = 20 * time.Millisecond
 	// SecondGrace is how long after its end (start_at + s) second s waits for a late agent before
 	// it is merged with that agent's share missing.
 	SecondGrace = 2 * time.Second
@@ -310,7 +314,11 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 		r.control(Control{Kind: ControlStop, Reason: err.Error()})
 		return nil, err
 	}
-	r.startAt = c.now().Add(max(MinStartDelay, 3*rtt))
+	delay := max(MinStartDelay, 3*rtt)
+	if spec.InProcess {
+		delay = max(InProcessStartDelay, 3*rtt) // no network, one clock: no need to wait a second
+	}
+	r.startAt = c.now().Add(delay)
 	if err := r.onStart(weights); err != nil {
 		r.control(Control{Kind: ControlStop, Reason: err.Error()})
 		return nil, err
