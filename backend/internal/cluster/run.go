@@ -708,32 +708,46 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 			return false
 		}
 	}
+	// take acknowledges and hands over one message; false once ctx has ended.
+	take := func(m *nats.Msg) bool {
+		_ = m.Ack()
+		got++
+		agent := strings.TrimPrefix(m.Subject, prefix)
+		var s Snapshot
+		if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
+			if !bad[agent] && len(bad) < 1000 {
+				bad[agent] = true
+				r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
+			}
+		} else if !send(incoming{agent: agent, snap: s}) {
+			return false
+		}
+		return got != backlog || send(incoming{caughtUp: true})
+	}
+	timeout := func(err error) bool {
+		return err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrTimeout)
+	}
 	for ctx.Err() == nil {
+		// A batch request of up to 64 for 500 ms whose messages are taken as they arrive (Fetch
+		// would hold them until the batch is full or the request expires: a second, and the run's
+		// end, up to half a second late).
 		fctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		msgs, err := sub.Fetch(64, nats.Context(fctx))
+		batch, err := sub.FetchBatch(64, nats.Context(fctx))
+		if err == nil {
+			for m := range batch.Messages() {
+				if !take(m) {
+					cancel()
+					return
+				}
+			}
+			err = batch.Error()
+		}
 		cancel()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+		if !timeout(err) {
 			r.log.Warn("fetching snapshots", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
-			}
-		}
-		for _, m := range msgs {
-			_ = m.Ack()
-			got++
-			agent := strings.TrimPrefix(m.Subject, prefix)
-			var s Snapshot
-			if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
-				if !bad[agent] && len(bad) < 1000 {
-					bad[agent] = true
-					r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
-				}
-			} else if !send(incoming{agent: agent, snap: s}) {
-				return
-			}
-			if got == backlog && !send(incoming{caughtUp: true}) {
-				return
 			}
 		}
 	}
