@@ -37,7 +37,8 @@ type RunSpec struct {
 	// localagent): they cannot be cut off or die on their own, so no second is closed with a share
 	// missing before the run's end (SecondGrace does not apply: a generator-bound process may
 	// deliver late) and no agent is lost by its presence's age. The run's end still bounds it.
-	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay.
+	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay, and the
+	// run's snapshots are purged from the stream when it ends (nothing can resume it).
 	InProcess bool
 }
 
@@ -302,6 +303,15 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	// outlived its database). Then the consumer, before anything starts: nothing is missed.
 	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
 		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
+	}
+	if spec.InProcess {
+		// Its agents died with this process if it did: nothing can resume the run, so its
+		// snapshots are of no use once it has ended (they would sit in the stream for a day).
+		defer func() {
+			if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
+				c.log.Warn("cannot clear the snapshots of an ended run", "run", spec.Run, "err", err)
+			}
+		}()
 	}
 	sub, err := c.subscribe(spec.Run)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
@@ -191,6 +192,14 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	local.sent = tg.Requests() - n1
+	// Nothing of the ended run stays in the snapshot stream.
+	js, err := l.nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si, err := js.StreamInfo(cluster.SnapshotStream); err != nil || si.State.Msgs != 0 {
+		t.Errorf("the snapshot stream holds %+v (%v) after the run", si.State, err)
+	}
 	if after := listening(t); !slices.Equal(before, after) || !slices.Equal(before, during) {
 		t.Errorf("listening sockets: %v before the local agent, %v during its run, %v after", before, during, after)
 	}
