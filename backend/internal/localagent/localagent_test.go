@@ -235,3 +235,45 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 		t.Errorf("summary fields only in the direct run: %v; only through the local agent: %v", a, b)
 	}
 }
+
+// BenchmarkRunOverhead is what one run costs through the local agent against the engine
+// directly (plan: 1 VU, 1 iteration, one loopback request), so that the difference is the local
+// agent's fixed cost per run: Prepare, the start, the seconds and the final over the bus, the
+// merge and the summary. Its allocs/op and B/op are the figures to read on a busy machine;
+// ns/op wants a quiet one (bench/onepath.sh measures whole runs' CPU per request).
+func BenchmarkRunOverhead(b *testing.B) {
+	tg := testutil.NewTarget(b, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"overhead","requests":[{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1}}`, tg.URL)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			eng, err := engine.New(c, engine.Options{OnSample: func(metrics.Sample) {}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := eng.Run(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("local agent", func(b *testing.B) {
+		l, err := Start(Config{Version: "1.2.3", Log: quiet()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		b.ReportAllocs()
+		var run int64
+		for b.Loop() {
+			run++
+			if _, err := l.Run(ctx, run, c, func(metrics.Sample) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
