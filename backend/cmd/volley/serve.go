@@ -263,13 +263,15 @@ Add an admin first, then start again (everyone then logs in):
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
 	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
 	// A single-machine run is a run over one in-process agent (no port: the broker has no
-	// listener), unless --direct-engine.
+	// listener), unless --direct-engine; if that agent cannot start, the engine directly.
 	var local *localagent.Local
 	if !lim.directEngine {
 		if local, err = localagent.Start(localagent.Config{Version: version, Policy: pol, Log: log}); err != nil {
-			return err
+			log.Warn("single-machine runs use the engine directly: the in-process agent did not start", "err", err)
+			local = nil
+		} else {
+			defer local.Close()
 		}
-		defer local.Close()
 	}
 	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
 	if local != nil {
