@@ -185,8 +185,10 @@ func (r *run) change(ctx context.Context, ch Change) (metrics.RunEvent, error) {
 	first := -1 // the first agent in part order that did not apply it
 	for _, i := range ask {
 		if replies[i].OK {
-			if len(applied) == 0 && !math.IsNaN(replies[i].From) && !math.IsInf(replies[i].From, 0) {
-				ev.From = math.Round(replies[i].From*1000) / 1000
+			// Rounded to 3 decimals; a value that then is not finite (an agent's 1e306) cannot be
+			// stored (JSON has no Inf): left out.
+			if from := math.Round(replies[i].From*1000) / 1000; len(applied) == 0 && !math.IsNaN(from) && !math.IsInf(from, 0) {
+				ev.From = from
 			}
 			applied = append(applied, r.ids[i])
 		} else if first < 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/segment"
@@ -37,8 +38,9 @@ type RunSpec struct {
 	// localagent): they cannot be cut off or die on their own, so no second is closed with a share
 	// missing before the run's end (SecondGrace does not apply: a generator-bound process may
 	// deliver late) and no agent is lost by its presence's age. The run's end still bounds it.
-	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay, and the
-	// run's snapshots are purged from the stream when it ends (nothing can resume it).
+	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay; a stop
+	// while preparing waits for the agents' answers (PrepareTimeout at most) before it is sent;
+	// and the run's snapshots are purged from the stream when it ends (nothing can resume it).
 	InProcess bool
 }
 
@@ -263,7 +265,8 @@ func (e *RefusedError) Error() string {
 
 // Run prepares the agents, starts them at one instant, merges their seconds as they come and
 // returns the run's merged summary (Agents, Degraded, LostAgents, StartSkewMs set). Cancelling
-// ctx stops the run (the agents get the plan's graceful stop). An agent refusing Prepare fails the
+// ctx stops the run (the agents get the plan's graceful stop); stopped before any agent sent a
+// request (while preparing, or before the start instant), the summary is an empty run's, no error. An agent refusing Prepare fails the
 // run with its reason (*RefusedError naming the agent); every prepared agent is told to stop.
 //
 // Steps (SHAPES14.md): Prepare to every agent at once (PrepareTimeout each); start_at = now +
@@ -319,9 +322,23 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 
-	rtt, err := c.prepare(ctx, spec, ids, seq, planJSON)
-	if err != nil {
-		r.control(Control{Kind: ControlStop, Reason: err.Error()})
+	pctx := ctx
+	if spec.InProcess {
+		// An in-process agent answers within milliseconds: a stop meanwhile waits for its
+		// answer, so that the stop below finds it prepared (one that answered a request given up
+		// on would stay prepared, refusing the next run as busy, for agent.PrepareTTL).
+		pctx = context.WithoutCancel(ctx)
+	}
+	rtt, err := c.prepare(pctx, spec, ids, seq, planJSON)
+	if err != nil || ctx.Err() != nil {
+		why := "stopped before its start"
+		if err != nil {
+			why = err.Error()
+		}
+		r.control(Control{Kind: ControlStop, Reason: why})
+		if ctx.Err() != nil { // stopped while preparing: nothing was sent
+			return r.notStarted()
+		}
 		return nil, err
 	}
 	delay := max(MinStartDelay, 3*rtt)
@@ -1078,6 +1095,11 @@ func (r *run) summary() (*metrics.Summary, error) {
 	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
 		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
 	}
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f == nil || f.State != nil }) {
+		// Every agent was stopped before its start instant (final takes a final without engine
+		// state only then): nothing was sent.
+		return r.notStarted()
+	}
 	finals := slices.Clone(r.finals)
 	like := slices.IndexFunc(finals, func(f *FinalPart) bool { return f != nil && f.State != nil })
 	for i, f := range finals {
@@ -1116,6 +1138,20 @@ func (r *run) summary() (*metrics.Summary, error) {
 		sum.StartSkewMs = &skew
 	}
 	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", skewMs(sum.StartSkewMs))
+	return sum, nil
+}
+
+// notStarted is the summary of a run stopped before any of its agents sent a request: that of
+// an empty engine state (engine.Summarize: no request, no second), as an engine stopped at once
+// reports, with the agents count. The run is not a failure: it was stopped.
+func (r *run) notStarted() (*metrics.Summary, error) {
+	sum, err := engine.Summarize(r.spec.Plan, &engine.Final{StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
+	}
+	sum.Events = append([]metrics.RunEvent{}, r.events...)
+	sum.Agents, sum.Degraded = len(r.ids), r.degraded
+	r.log.Info("run over agents stopped before its start: nothing was sent")
 	return sum, nil
 }
 

@@ -1,0 +1,99 @@
+package localagent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// A single-machine run stopped at once through the local agent ends as the engine's run stopped
+// at once does: a summary and no error (the runner stores it "stopped", not "failed"), every
+// request it sent counted once (the target's count, the seconds', the summary's) — stopped
+// before the run began (before Prepare), as its start goes out (between the start broadcast and
+// the start instant, InProcessStartDelay), and a few milliseconds in. After each, the agent
+// takes the next run at once (it is not left prepared or busy).
+func TestLocalRunStoppedAtOnce(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"stop","think_time":"10ms","requests":[{"url":%q}],
+		"load":{"executor":"constant-vus","vus":2,"duration":"10s","graceful_stop":"1s"}}`, tg.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	check := func(name string, sum *metrics.Summary, err error, seconds []metrics.Sample, sent int64) {
+		t.Helper()
+		var n int64
+		for _, s := range seconds {
+			n += s.Requests
+		}
+		if err != nil || sum == nil {
+			t.Errorf("%s: %+v %v, want a summary", name, sum, err)
+			return
+		}
+		if sum.Requests != sent || n != sent || sum.Agents != 0 {
+			t.Errorf("%s: the target saw %d requests, the seconds count %d, the summary %d (agents %d)", name, sent, n, sum.Requests, sum.Agents)
+		}
+	}
+	collect := func(mu *sync.Mutex, into *[]metrics.Sample) func(metrics.Sample) {
+		return func(s metrics.Sample) {
+			mu.Lock()
+			*into = append(*into, s)
+			mu.Unlock()
+		}
+	}
+
+	var mu sync.Mutex
+	var seconds []metrics.Sample
+	n0 := tg.Requests()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sum, err := l.Run(ctx, 1, c, collect(&mu, &seconds))
+	check("stopped before it began", sum, err, seconds, tg.Requests()-n0)
+
+	// As its start goes out: the coordinator's OnStart (Local.Run's own call, with the hook).
+	seconds, n0 = nil, tg.Requests()
+	ctx, cancel = context.WithCancel(context.Background())
+	sum, err = l.co.Run(ctx, cluster.RunSpec{Run: 2, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true},
+		cluster.RunHooks{OnStart: func(cluster.Started) error { cancel(); return nil }, OnSecond: collect(&mu, &seconds)})
+	if sum != nil {
+		sum.Agents = 0
+	}
+	check("stopped as its start went out", sum, err, seconds, tg.Requests()-n0)
+
+	for i, after := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, 300 * time.Millisecond} {
+		seconds, n0 = nil, tg.Requests()
+		ctx, cancel = context.WithCancel(context.Background())
+		stop := time.AfterFunc(after, cancel)
+		sum, err = l.Run(ctx, int64(3+i), c, collect(&mu, &seconds))
+		stop.Stop()
+		cancel()
+		check(fmt.Sprintf("stopped %s in", after), sum, err, seconds, tg.Requests()-n0)
+	}
+
+	// The agent is idle again: a whole run goes through.
+	one, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":3}}`, tg.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seconds, n0 = nil, tg.Requests()
+	sum, err = l.Run(context.Background(), 9, one, collect(&mu, &seconds))
+	check("a whole run after them", sum, err, seconds, tg.Requests()-n0)
+	if sum != nil && sum.Requests != 3 {
+		t.Errorf("the whole run: %d requests, want 3", sum.Requests)
+	}
+}
