@@ -110,13 +110,13 @@ func (l *Local) start(cfg Config) (err error) {
 // Run runs c as run runID on the local agent (the whole segment) — runs.Drive's shape: each
 // merged second to onSample, in order, and the summary — as cluster.Coordinator.Run does over
 // remote agents (RunSpec.InProcess: no second closes with its share missing, the agent is never
-// lost by its presence). The seconds and the summary have a single machine's shape: no per-agent
+// lost by its presence, and it never fences itself: NoFence). The seconds and the summary have a single machine's shape: no per-agent
 // generator figures (Sample.Agents), no agents count or start skew (Summary.Agents,
 // StartSkewMs). Cancelling ctx stops the run (the plan's graceful stop). Errors: the agent's
 // refusal (*cluster.RefusedError: the plan, its target policy), its run's failure, the
 // coordinator's.
 func (l *Local) Run(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error) {
-	sum, err := l.co.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true},
+	sum, err := l.co.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true, FenceAfter: NoFence},
 		cluster.RunHooks{OnSecond: func(s metrics.Sample) {
 			s.Agents = nil
 			onSample(s)
@@ -131,6 +131,11 @@ func (l *Local) Run(ctx context.Context, runID int64, c *plan.Compiled, onSample
 func (l *Local) Control(ctx context.Context, runID int64, ch cluster.Change) (metrics.RunEvent, error) {
 	return l.co.Control(ctx, runID, ch)
 }
+
+// NoFence is the local agent's fence_after (cluster.RunSpec.FenceAfter): never, in practice. It
+// cannot be cut off from a broker in its own process, and a stall of the whole process (SIGSTOP,
+// a paused VM) must not stop a single-machine run, as it does not stop the engine's run directly.
+const NoFence = 100 * 365 * 24 * time.Hour
 
 // closeWait bounds how long Close waits for the agent to end (it drains its spool ≤ 5 s).
 const closeWait = 10 * time.Second

@@ -2,12 +2,15 @@ package localagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -95,5 +98,43 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 	check("a whole run after them", sum, err, seconds, tg.Requests()-n0)
 	if sum != nil && sum.Requests != 3 {
 		t.Errorf("the whole run: %d requests, want 3", sum.Requests)
+	}
+}
+
+// The local agent is prepared never to fence itself (fence_after NoFence, which the agent's
+// nanosecond arithmetic holds): it cannot be cut off from the broker in its own process, and a
+// stall of the whole server longer than cluster.DefaultFenceAfter (SIGSTOP, a paused VM) must not
+// stop a single-machine run, as it does not stop the engine's run directly.
+func TestLocalAgentNeverFences(t *testing.T) {
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1}}`, tg.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	prepared := make(chan cluster.Prepare, 1)
+	sub, err := l.nc.Subscribe(cluster.PrepareSubject(ID), func(m *nats.Msg) { // a copy of the request
+		var p cluster.Prepare
+		_ = json.Unmarshal(m.Data, &p)
+		prepared <- p
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := l.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := l.Run(context.Background(), 1, c, func(metrics.Sample) {}); err != nil || sum.Requests != 1 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	p := <-prepared
+	if after := time.Duration(p.FenceAfterMs) * time.Millisecond; after < 50*365*24*time.Hour || after <= 0 {
+		t.Errorf("the local agent fences after %s (%d ms)", after, p.FenceAfterMs)
 	}
 }
