@@ -342,12 +342,7 @@ func TestControlOfARunOverAgents(t *testing.T) {
 		}
 		return metrics.RunEvent{T: 1_800_000_001_500, ElapsedS: 1.5, Kind: "vus", From: 2, To: float64(*ch.VUs), By: ch.By}, nil
 	})
-	status, got := s.app.do("POST", fmt.Sprintf("/api/plans/%d/runs", mustPlanID(t, s.st, "agents")), `{"agents":2}`)
-	if status != 201 {
-		t.Fatalf("start: %d %v", status, got)
-	}
-	id := int64(got["id"].(float64))
-	<-fc.handed
+	id := startOverAgents(t, s, fc)
 	control := fmt.Sprintf("/api/runs/%d/control", id)
 	answers <- nil
 	answers <- &cluster.ControlError{Agent: "gen-b", Reason: "agent gen-b: it did not answer within 5s", Applied: []string{"gen-a"}}

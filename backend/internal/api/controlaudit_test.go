@@ -36,12 +36,7 @@ func TestPartlyAppliedControlIsAudited(t *testing.T) {
 		}
 		return metrics.RunEvent{Kind: "vus", From: 2, To: float64(*ch.VUs), By: ch.By}, err
 	})
-	status, got := s.app.do("POST", fmt.Sprintf("/api/plans/%d/runs", mustPlanID(t, s.st, "agents")), `{"agents":2}`)
-	if status != 201 {
-		t.Fatalf("start: %d %v", status, got)
-	}
-	id := int64(got["id"].(float64))
-	<-fc.handed
+	id := startOverAgents(t, s, fc)
 	control := fmt.Sprintf("/api/runs/%d/control", id)
 	answers <- &cluster.ControlError{Agent: "gen-b", Reason: "agent gen-b: it did not answer within 5s", Applied: []string{"gen-a"}}
 	answers <- &cluster.ControlError{Agent: "gen-a", Reason: "agent gen-a: it is not connected"}
@@ -70,4 +65,16 @@ func TestPartlyAppliedControlIsAudited(t *testing.T) {
 	if want := []string{fmt.Sprintf("run %d 2→4", id)}; fmt.Sprint(controls) != fmt.Sprint(want) {
 		t.Errorf("run.control entries %v, want %v (the change gen-a applied, not the one no agent did)", controls, want)
 	}
+}
+
+// startOverAgents starts a run over fc's two agents through the API and returns its id once fc
+// has handed its seconds.
+func startOverAgents(t *testing.T, s *stack, fc *fakeCluster) int64 {
+	t.Helper()
+	status, got := s.app.do("POST", fmt.Sprintf("/api/plans/%d/runs", mustPlanID(t, s.st, "agents")), `{"agents":2}`)
+	if status != 201 {
+		t.Fatalf("start: %d %v", status, got)
+	}
+	<-fc.handed
+	return int64(got["id"].(float64))
 }

@@ -25,17 +25,9 @@ import (
 // the start instant, InProcessStartDelay), and a few milliseconds in. After each, the agent
 // takes the next run at once (it is not left prepared or busy).
 func TestLocalRunStoppedAtOnce(t *testing.T) {
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"stop","think_time":"10ms","requests":[{"url":%q}],
-		"load":{"executor":"constant-vus","vus":2,"duration":"10s","graceful_stop":"1s"}}`, tg.URL)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	tg, l := okTarget(t), startLocal(t)
+	c := compiled(t, fmt.Sprintf(`{"name":"stop","think_time":"10ms","requests":[{"url":%q}],
+		"load":{"executor":"constant-vus","vus":2,"duration":"10s","graceful_stop":"1s"}}`, tg.URL))
 
 	check := func(name string, sum *metrics.Summary, err error, seconds []metrics.Sample, sent int64) {
 		t.Helper()
@@ -88,13 +80,8 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 	}
 
 	// The agent is idle again: a whole run goes through.
-	one, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
-		"load":{"executor":"per-vu-iterations","vus":1,"iterations":3}}`, tg.URL)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	seconds, n0 = nil, tg.Requests()
-	sum, err = l.Run(context.Background(), 9, one, collect(&mu, &seconds))
+	sum, err = l.Run(context.Background(), 9, iterations(t, tg, 3), collect(&mu, &seconds))
 	check("a whole run after them", sum, err, seconds, tg.Requests()-n0)
 	if sum != nil && sum.Requests != 3 {
 		t.Errorf("the whole run: %d requests, want 3", sum.Requests)
@@ -106,17 +93,8 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 // stall of the whole server longer than cluster.DefaultFenceAfter (SIGSTOP, a paused VM) must not
 // stop a single-machine run, as it does not stop the engine's run directly.
 func TestLocalAgentNeverFences(t *testing.T) {
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
-		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1}}`, tg.URL)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	tg, l := okTarget(t), startLocal(t)
+	c := iterations(t, tg, 1)
 	prepared := make(chan cluster.Prepare, 1)
 	sub, err := l.nc.Subscribe(cluster.PrepareSubject(ID), func(m *nats.Msg) { // a copy of the request
 		var p cluster.Prepare
@@ -137,4 +115,36 @@ func TestLocalAgentNeverFences(t *testing.T) {
 	if after := time.Duration(p.FenceAfterMs) * time.Millisecond; after < 50*365*24*time.Hour || after <= 0 {
 		t.Errorf("the local agent fences after %s (%d ms)", after, p.FenceAfterMs)
 	}
+}
+
+// okTarget is a loopback target that answers "ok".
+func okTarget(t *testing.T) *testutil.Target {
+	return testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+}
+
+// startLocal starts a local agent, closed at the test's end.
+func startLocal(t *testing.T) *Local {
+	t.Helper()
+	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// compiled is plan js compiled.
+func compiled(t *testing.T, js string) *plan.Compiled {
+	t.Helper()
+	c, err := plan.ParseCompiled([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// iterations is a plan of one VU sending n requests to tg.
+func iterations(t *testing.T, tg *testutil.Target, n int) *plan.Compiled {
+	return compiled(t, fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
+		"load":{"executor":"per-vu-iterations","vus":1,"iterations":%d}}`, tg.URL, n))
 }
