@@ -121,7 +121,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	nc, err := connect(
 		nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if err == nil && c.IsClosed() {
+				return // closed on purpose: the agent's end (a server's in-process agent at its shutdown)
+			}
+			log.Warn("lost the controller; reconnecting", "err", err)
+		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { reconnErr(err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			reconnMu.Lock()

@@ -22,6 +22,9 @@ import (
 	"github.com/volley-load/volley/backend/internal/plan"
 )
 
+// testOptions are more options of the agent's connection (tests: its closed handler).
+var testOptions []nats.Option
+
 // ID is the local agent's id.
 const ID = "local"
 
@@ -84,7 +87,7 @@ func (l *Local) start(cfg Config) (err error) {
 		defer close(l.exited)
 		l.runErr = agent.Run(ctx, agent.Config{ID: ID, Version: cfg.Version, Weight: 1, Policy: cfg.Policy,
 			Log:     log.With("agent", ID),
-			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(ID, o...) }})
+			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(ID, append(o, testOptions...)...) }})
 	}()
 	deadline := time.NewTimer(JoinWait)
 	defer deadline.Stop()

@@ -1,10 +1,12 @@
 package localagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
@@ -148,3 +150,32 @@ func iterations(t *testing.T, tg *testutil.Target, n int) *plan.Compiled {
 	return compiled(t, fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
 		"load":{"executor":"per-vu-iterations","vus":1,"iterations":%d}}`, tg.URL, n))
 }
+
+// Closing the local agent (volley serve's shutdown) logs no warning: its connection closed on
+// purpose is not "lost the controller; reconnecting".
+func TestCloseLogsNoWarning(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	closed := make(chan struct{})
+	testOptions = []nats.Option{nats.ClosedHandler(func(*nats.Conn) { close(closed) })} // after the disconnect handler
+	defer func() { testOptions = nil }()
+	l, err := Start(Config{Version: "1.2.3", Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	<-closed // nats.go calls the connection's handlers in order on a goroutine of its own
+	mu.Lock()
+	defer mu.Unlock()
+	if buf.Len() > 0 {
+		t.Errorf("warnings at Close: %s", buf.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
