@@ -237,9 +237,28 @@ func (r *run) ask(ctx context.Context, id string, body []byte) (rep ControlReply
 		return ControlReply{Error: "its answer is not valid JSON: " + err.Error()}
 	}
 	if !rep.OK {
-		rep.Error = cmp.Or(rep.Error, "no reason given")
+		rep.Error = clip(cmp.Or(rep.Error, "no reason given"))
+	}
+	for k, v := range rep.Fields { // an engine's field errors name "vus" or "rate"
+		if k == "vus" || k == "rate" {
+			rep.Fields[k] = clip(v)
+		} else {
+			delete(rep.Fields, k)
+		}
 	}
 	return rep
+}
+
+// maxReason bounds an agent's sentence in a change's answer: a hostile agent's (up to
+// bus.MaxPayload, 8 MiB) would reach the API's answer and the log.
+const maxReason = 1000
+
+// clip is s cut to maxReason bytes (at a character's start), "…" marking the cut.
+func clip(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxReason], "") + "…"
 }
 
 // eventSecond is the second a change belongs to: the one its ElapsedS falls in ((k−1, k] is k,

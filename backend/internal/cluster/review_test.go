@@ -3,11 +3,15 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/volley-load/volley/backend/internal/engine"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // A run stopped before its agents sent anything ends with an empty summary (no request, no
@@ -60,8 +64,10 @@ func TestStoppedBeforeTheStartIsAnEmptyRun(t *testing.T) {
 
 // A hostile agent cannot put a value JSON cannot hold into the recorded change (the run's
 // summary could not be stored): a From that overflows when rounded to the millisecond (1e306 ×
-// 1000 is +Inf) is not the event's From.
-func TestLiveControlHostileFrom(t *testing.T) {
+// 1000 is +Inf) is not the event's From. Nor can its refusal carry megabytes to the API's answer
+// and the log: its sentence and field errors are cut to maxReason, fields other than vus and rate
+// dropped.
+func TestLiveControlHostileAnswers(t *testing.T) {
 	e := newEnv(t)
 	e.co.ctlTimeout = 5 * time.Second
 	a := e.agent("a", 1, Ready{OK: true})
@@ -84,6 +90,25 @@ func TestLiveControlHostileFrom(t *testing.T) {
 		t.Errorf("event %+v: %v", ev, err)
 	}
 	ca.got(t)
+
+	huge := strings.Repeat("é", 1<<19) // 1 MiB
+	ca.will("a", 0, errors.New(huge), false)
+	_, err = e.co.Control(ctx, 8, Change{VUs: &vus})
+	var ce *ControlError
+	if !errors.As(err, &ce) || len(err.Error()) > 2*maxReason || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "éé…") {
+		t.Errorf("a 1 MiB refusal: %d bytes: %.200s", len(err.Error()), err)
+	}
+	ca.got(t)
+	ca.will("a", 0, &plan.ValidationError{Fields: map[string]string{"vus": huge, "x": huge}}, false)
+	_, err = e.co.Control(ctx, 8, Change{VUs: &vus})
+	var ve *plan.ValidationError
+	if !errors.As(err, &ve) {
+		t.Errorf("1 MiB field errors: %.200v", err)
+	} else if len(ve.Fields) != 1 || len(ve.Fields["vus"]) > 2*maxReason {
+		t.Errorf("1 MiB field errors: %d fields, vus %d bytes", len(ve.Fields), len(ve.Fields["vus"]))
+	}
+	ca.got(t)
+
 	a.publish(8, Snapshot{Run: 8, Agent: "a", Second: 2, StartedUnixNano: t0.Add(time.Second).UnixNano(),
 		Final: &FinalPart{State: &engine.Final{DurationS: 1, Requests: 10, Successes: 10}}}, "")
 	r := wait(t, res)
