@@ -26,6 +26,7 @@ func TestStoppedBeforeTheStartIsAnEmptyRun(t *testing.T) {
 	cancel() // stopped before the run began: Prepare is never answered
 	h := newHooks()
 	r := wait(t, e.run(ctx, RunSpec{Run: 5, Plan: testPlan(t), Agents: pickAll(t, e, 2)}, h))
+	<-e.ended // before the next run makes its own
 	if r.err != nil || r.sum == nil || r.sum.Requests != 0 || r.sum.Seconds != 0 || r.sum.Agents != 2 || r.sum.Events == nil {
 		t.Fatalf("stopped while preparing: %+v %v, want an empty summary", r.sum, r.err)
 	}
@@ -64,7 +65,7 @@ func TestStoppedBeforeTheStartIsAnEmptyRun(t *testing.T) {
 
 // A hostile agent cannot put a value JSON cannot hold into the recorded change (the run's
 // summary could not be stored): a From that overflows when rounded to the millisecond (1e306 ×
-// 1000 is +Inf) is not the event's From. Nor can its refusal carry megabytes to the API's answer
+// 1000 is +Inf) is not the event's From. Nor can its refusal carry up to 8 MiB to the API's answer
 // and the log: its sentence and field errors are cut to maxReason, fields other than vus and rate
 // dropped.
 func TestLiveControlHostileAnswers(t *testing.T) {
@@ -91,21 +92,21 @@ func TestLiveControlHostileAnswers(t *testing.T) {
 	}
 	ca.got(t)
 
-	huge := strings.Repeat("é", 1<<19) // 1 MiB
+	huge := strings.Repeat("é", 1<<15) // 64 KiB: far more than maxReason
 	ca.will("a", 0, errors.New(huge), false)
 	_, err = e.co.Control(ctx, 8, Change{VUs: &vus})
 	var ce *ControlError
 	if !errors.As(err, &ce) || len(err.Error()) > 2*maxReason || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "éé…") {
-		t.Errorf("a 1 MiB refusal: %d bytes: %.200s", len(err.Error()), err)
+		t.Errorf("a 64 KiB refusal: %d bytes: %.200s", len(err.Error()), err)
 	}
 	ca.got(t)
 	ca.will("a", 0, &plan.ValidationError{Fields: map[string]string{"vus": huge, "x": huge}}, false)
 	_, err = e.co.Control(ctx, 8, Change{VUs: &vus})
 	var ve *plan.ValidationError
 	if !errors.As(err, &ve) {
-		t.Errorf("1 MiB field errors: %.200v", err)
+		t.Errorf("64 KiB field errors: %.200v", err)
 	} else if len(ve.Fields) != 1 || len(ve.Fields["vus"]) > 2*maxReason {
-		t.Errorf("1 MiB field errors: %d fields, vus %d bytes", len(ve.Fields), len(ve.Fields["vus"]))
+		t.Errorf("64 KiB field errors: %d fields, vus %d bytes", len(ve.Fields), len(ve.Fields["vus"]))
 	}
 	ca.got(t)
 
