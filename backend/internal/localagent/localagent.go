@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,6 +22,9 @@ import (
 	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/plan"
 )
+
+// runAgent is agent.Run (tests: one that panics).
+var runAgent = agent.Run
 
 // testOptions are more options of the agent's connection (tests: its closed handler).
 var testOptions []nats.Option
@@ -85,7 +89,13 @@ func (l *Local) start(cfg Config) (err error) {
 	b := l.b
 	go func() {
 		defer close(l.exited)
-		l.runErr = agent.Run(ctx, agent.Config{ID: ID, Version: cfg.Version, Weight: 1, Policy: cfg.Policy,
+		defer func() { // a panic in the agent's own loop (its handlers and runs recover theirs) is not the server's end
+			if p := recover(); p != nil {
+				l.runErr = fmt.Errorf("internal error in the local agent: %v", p)
+				log.Error("the local agent stopped: panic", "err", l.runErr, "stack", string(debug.Stack()))
+			}
+		}()
+		l.runErr = runAgent(ctx, agent.Config{ID: ID, Version: cfg.Version, Weight: 1, Policy: cfg.Policy,
 			Log:     log.With("agent", ID),
 			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(ID, append(o, testOptions...)...) }})
 	}()

@@ -8,12 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/volley-load/volley/backend/internal/agent"
 	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
@@ -179,3 +181,28 @@ func TestCloseLogsNoWarning(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A panic in the local agent's own loop does not end the process (volley serve): Start says the
+// agent stopped, naming the panic (serve then runs single-machine runs on the engine directly).
+func TestAgentPanicIsNotTheServersEnd(t *testing.T) {
+	runAgent = func(context.Context, agent.Config) error { panic("boom") }
+	defer func() { runAgent = agent.Run }()
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	l, err := Start(Config{Version: "1.2.3", Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))})
+	if err == nil || !strings.Contains(err.Error(), "the local agent stopped: internal error in the local agent: boom") {
+		t.Errorf("Start: %v, want the agent's panic", err)
+	}
+	if l != nil {
+		l.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "the local agent stopped: panic") {
+		t.Errorf("log: %s", buf.String())
+	}
+}
