@@ -33,7 +33,7 @@ UI_OUT    := $(UI_DIR)/dist/index.html
 UI_INPUTS := $(shell find $(UI_DIR)/src $(UI_DIR)/public $(UI_DIR)/scripts -type f 2>/dev/null) \
              $(wildcard $(UI_DIR)/index.html $(UI_DIR)/*.config.* $(UI_DIR)/tsconfig*.json $(UI_DIR)/package.json)
 
-.PHONY: help run build ui ui-deps contract test test-short test-stress fuzz check bench bench-scale clean FORCE
+.PHONY: help run build ui ui-deps contract test test-short test-stress fuzz check bench bench-scale bench-onepath clean FORCE
 
 help: ## List the targets (default)
 	@echo "Volley — make targets:"
@@ -115,6 +115,9 @@ bench: build ## Volley vs wrk/bombardier on a local nginx (bench/bench.sh; env R
 
 bench-scale: build ## One local run against 1, 2, 3 agents on a local nginx: CPU µs/request (bench/scale.sh; env ROUNDS DURATION RATE MODEL CONFIGS)
 	VOLLEY="$(abspath $(BIN))" bench/scale.sh
+
+bench-onepath: build ## volley serve's local run through its in-process agent vs --direct-engine: CPU µs/request, alternating (bench/onepath.sh; env ROUNDS DURATION RATE MODEL)
+	VOLLEY="$(abspath $(BIN))" bench/onepath.sh
 
 clean: ## Remove bin/ and the built UI (keeps node_modules and frontend/dist/.gitkeep)
 	rm -rf bin

@@ -202,6 +202,48 @@ sys_ticks() {  # "busy procs irq+softirq steal busy_clientcpu busy_servercpu", i
     END {print b, pr, si, st, bc, bs}' /proc/stat
 }
 
+# PIDS holds the processes a script starts (PIDS+=("$!")); pids_cleanup, its EXIT trap, stops
+# those still running (stop_pid, STOP_WAIT seconds each, default 5), then nginx.
+PIDS=()
+stop_pid() {  # stop_pid PID [SECONDS]: TERM, up to SECONDS (default 5) for it to exit, then KILL
+  local p="$1" _
+  kill -0 "$p" 2>/dev/null || return 0
+  kill -TERM "$p" 2>/dev/null
+  for _ in $(seq $((${2:-5} * 10))); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$p" 2>/dev/null
+}
+pids_cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do stop_pid "$p" "${STOP_WAIT:-5}"; done
+  nginx_stop
+}
+
+# model_defaults sets the load's settings from the environment: MODEL (open|closed), RATE (5000
+# /s), PRE_VUS (50), MAX_VUS (1000), VUS (30), DURATION (10 s; "10s" is accepted), and checks them.
+model_defaults() {
+  MODEL="${MODEL:-open}"
+  RATE="${RATE:-5000}"
+  PRE_VUS="${PRE_VUS:-50}"
+  MAX_VUS="${MAX_VUS:-1000}"
+  VUS="${VUS:-30}"
+  DURATION="${DURATION:-10}"; DURATION="${DURATION%s}"
+  check_ints "$RATE" "$PRE_VUS" "$MAX_VUS" "$VUS" "$DURATION"
+  [[ $MODEL == open || $MODEL == closed ]] || { echo "MODEL must be open or closed" >&2; exit 2; }
+}
+
+# model_load sets LOAD (a plan's "load" JSON) and LOAD_TEXT from MODEL: open, constant-arrival-rate
+# RATE/s (PRE_VUS, MAX_VUS); closed, constant-vus VUS; both for DURATION seconds.
+model_load() {
+  if [[ $MODEL == open ]]; then
+    LOAD="$(jq -n --argjson rate "$RATE" --arg dur "${DURATION}s" --argjson pre "$PRE_VUS" --argjson max "$MAX_VUS" \
+      '{executor: "constant-arrival-rate", rate: $rate, duration: $dur, pre_allocated_vus: $pre, max_vus: $max}')"
+    LOAD_TEXT="constant-arrival-rate $RATE/s for ${DURATION}s (pre_allocated_vus $PRE_VUS, max_vus $MAX_VUS)"
+  else
+    LOAD="$(jq -n --argjson vus "$VUS" --arg dur "${DURATION}s" '{executor: "constant-vus", vus: $vus, duration: $dur}')"
+    LOAD_TEXT="constant-vus $VUS VUs for ${DURATION}s"
+  fi
+}
+
 # wait_quiet blocks until the machine (all cores, everything) is below QUIET_MAX busy cores over
 # 2 s, or QUIET_TIMEOUT passes (then it runs anyway and says so). Our idle nginx counts as ~0.
 QUIET_WAITED=0
@@ -217,6 +259,27 @@ wait_quiet() {
     fi
     echo "  quiet gate: $busy cores busy by other processes, waiting" >&2
     sleep 5
+  done
+}
+
+# rotating_rounds: ROUNDS rounds of every configuration in the array CONF, the order rotated each
+# round so that each goes first equally often and drift hits all of them. Each run is the
+# script's run_conf CONFIG ROUND (one CSV row on stdout), after the quiet gate; its row goes to
+# CSV and, as the script's md_row renders it (the row on stdin, a Markdown line out), to MD;
+# PAUSE seconds between runs. A run_conf that fails is left out.
+rotating_rounds() {
+  local round k j conf row
+  k=${#CONF[@]}
+  for round in $(seq "$ROUNDS"); do
+    for j in $(seq 0 $((k - 1))); do
+      conf="${CONF[$(( (j + round - 1) % k ))]}"
+      wait_quiet
+      echo "run: round=$round config=$conf" >&2
+      row="$(run_conf "$conf" "$round")" || continue
+      echo "$row" >> "$CSV"; echo "  $row" >&2
+      md_row <<<"$row" >> "$MD"
+      sleep "$PAUSE"
+    done
   done
 }
 

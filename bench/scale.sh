@@ -34,19 +34,13 @@ set -uo pipefail
 QUIET_TIMEOUT="${QUIET_TIMEOUT:-10}"
 source "$(dirname "$0")/lib.sh"
 
-MODEL="${MODEL:-open}"
-RATE="${RATE:-5000}"
-PRE_VUS="${PRE_VUS:-50}"
-MAX_VUS="${MAX_VUS:-1000}"
-VUS="${VUS:-30}"
-DURATION="${DURATION:-10}"; DURATION="${DURATION%s}"
+model_defaults
 ROUNDS="${ROUNDS:-3}"
 CONFIGS="${CONFIGS:-local 1 2 3}"
 PAUSE="${PAUSE:-2}"
 WARMUP="${WARMUP:-2}"
 AGENTS_WAIT="${AGENTS_WAIT:-30}"
-check_ints "$RATE" "$PRE_VUS" "$MAX_VUS" "$VUS" "$DURATION" "$ROUNDS" "$PAUSE" "$WARMUP" "$AGENTS_WAIT"
-[[ $MODEL == open || $MODEL == closed ]] || { echo "MODEL must be open or closed" >&2; exit 2; }
+check_ints "$ROUNDS" "$PAUSE" "$WARMUP" "$AGENTS_WAIT"
 for c in $CONFIGS; do
   [[ $c == local || ( "$c" =~ ^[0-9]+$ && $c -ge 1 && $c -le 8 ) ]] || { echo "CONFIGS: local or 1-8 agents, not $c" >&2; exit 2; }
 done
@@ -62,33 +56,13 @@ mkdir -p "$OUT"
 CSV="$OUT.csv"
 MD="$OUT.md"
 
-# Every process started here, by PID; the EXIT trap stops what is still running.
-PIDS=()
-stop_pid() {  # stop_pid PID: TERM, up to 5 s, then KILL
-  local p="$1" _
-  kill -0 "$p" 2>/dev/null || return 0
-  kill -TERM "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$p" 2>/dev/null
-}
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do stop_pid "$p"; done
-  nginx_stop
-}
-trap cleanup EXIT
+# Every process started here, by PID (PIDS); the EXIT trap stops what is still running.
+trap pids_cleanup EXIT
 trap 'exit 130' INT TERM
 nginx_start
 nginx_requests >/dev/null || { echo "nginx stub_status does not answer at $HOST:$PORT$NGINX_STATUS_PATH" >&2; exit 1; }
 
-if [[ $MODEL == open ]]; then
-  LOAD="$(jq -n --argjson rate "$RATE" --arg dur "${DURATION}s" --argjson pre "$PRE_VUS" --argjson max "$MAX_VUS" \
-    '{executor: "constant-arrival-rate", rate: $rate, duration: $dur, pre_allocated_vus: $pre, max_vus: $max}')"
-  LOAD_TEXT="constant-arrival-rate $RATE/s for ${DURATION}s (pre_allocated_vus $PRE_VUS, max_vus $MAX_VUS)"
-else
-  LOAD="$(jq -n --argjson vus "$VUS" --arg dur "${DURATION}s" '{executor: "constant-vus", vus: $vus, duration: $dur}')"
-  LOAD_TEXT="constant-vus $VUS VUs for ${DURATION}s"
-fi
+model_load
 jq -n --arg url "$URL" --argjson load "$LOAD" \
   '{name: "scale", requests: [{url: $url}], load: $load, http: {timeout: "10s"}}' > "$OUT/plan.json"
 
@@ -185,19 +159,11 @@ echo "$CSV_HEADER" > "$CSV"
 
 volley_warmup "$OUT"
 
-for round in $(seq "$ROUNDS"); do
-  k=${#CONF[@]}
-  for j in $(seq 0 $((k - 1))); do
-    conf="${CONF[$(( (j + round - 1) % k ))]}"
-    wait_quiet
-    echo "run: round=$round config=$conf" >&2
-    row="$(run_conf "$conf" "$round")" || continue
-    echo "$row" >> "$CSV"; echo "  $row" >&2
-    awk -F, '{printf "| %d | %s | %d | %d | %d | %d | %s | %.2f | %.2f | %.2f | %s | %.1f | %s | %.2f | %.2f | %s | %d |\n",
-      $2, $1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17, $19}' <<<"$row" >> "$MD"
-    sleep "$PAUSE"
-  done
-done
+md_row() {  # one CSV row on stdin -> its Markdown table line
+  awk -F, '{printf "| %d | %s | %d | %d | %d | %d | %s | %.2f | %.2f | %.2f | %s | %.1f | %s | %.2f | %.2f | %s | %d |\n",
+    $2, $1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $16, $17, $19}'
+}
+rotating_rounds
 
 {
   echo

@@ -22,7 +22,10 @@ import (
 	"github.com/volley-load/volley/backend/internal/auth"
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/hub"
+	"github.com/volley-load/volley/backend/internal/localagent"
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/promexp"
 	"github.com/volley-load/volley/backend/internal/runner"
@@ -68,6 +71,7 @@ empty database, creates an example plan against it.`,
 	c.Flags().StringVar(&admin.name, "admin-user", admin.name, "the name of the admin --admin-password-file creates")
 	c.Flags().StringVar(&lim.agentsListen, "agents-listen", "", "open a TLS listener for remote load generators (volley agent) on HOST:PORT and print their join token; default: none, no port")
 	c.Flags().StringVar(&lim.agentsState, "agents-state", "", "with --agents-listen: keep the listener's certificate and the join secret in this directory (made on the first start), so the join token stays the same across restarts, and the runs' snapshots (DIR/jetstream), so a run over agents goes on after a restart of this server")
+	c.Flags().BoolVar(&lim.directEngine, "direct-engine", false, "run single-machine runs on this process's engine directly instead of through the in-process agent (the path before agents; for comparing the two)")
 	c.Flags().StringVar(&lim.joinTokenFile, "join-token-file", "", "with --agents-listen: write the join token to this file (mode 0600) for agents that read it (volley agent --token-file), e.g. on a shared volume")
 	// --nats, --nats-creds, --nats-nkey: an external NATS instead of the embedded broker (natsflags.go)
 	controllerNATSFlags(c, &lim.nats)
@@ -91,6 +95,7 @@ type serveOpts struct {
 	agentsState       string         // --agents-state: bus.Config.StateDir, StoreDir DIR/jetstream; "": a new join token each start
 	joinTokenFile     string         // --join-token-file: where the join token is written; "": nowhere
 	nats              bus.External   // --nats, --nats-creds, --nats-nkey (natsflags.go): an external NATS
+	directEngine      bool           // --direct-engine: single-machine runs on the engine, not the in-process agent
 }
 
 func defaultServeOpts() serveOpts {
@@ -217,6 +222,7 @@ Add an admin first, then start again (everyone then logs in):
 	}
 
 	apiOpts := []api.Option{api.WithGuard(guard)}
+	var steer *cluster.Coordinator // live control of the runs over agents
 	if lim.agentsListen != "" {
 		ag, err := startAgents(lim.agentsListen, lim.agentsState)
 		if err != nil {
@@ -228,10 +234,11 @@ Add an admin first, then start again (everyone then logs in):
 				return fmt.Errorf("--join-token-file: %w", err)
 			}
 		}
-		opts, err := agentsAPI(ag, log, lim.agentsState != "")
+		opts, co, err := agentsAPI(ag, log, lim.agentsState != "")
 		if err != nil {
 			return fmt.Errorf("--agents-listen: %w", err)
 		}
+		steer = co
 		apiOpts = append(apiOpts, opts...)
 		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
@@ -242,10 +249,11 @@ Add an admin first, then start again (everyone then logs in):
 			return err
 		}
 		defer ag.Close()
-		opts, err := agentsAPI(ag, log, true)
+		opts, co, err := agentsAPI(ag, log, true)
 		if err != nil {
 			return fmt.Errorf("--nats: %w", err)
 		}
+		steer = co
 		apiOpts = append(apiOpts, opts...)
 		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
@@ -254,7 +262,22 @@ Add an admin first, then start again (everyone then logs in):
 	pol := targetPolicy.policy()
 	// The runner with its sinks (the store, then the live hub) and the run service over it.
 	prom := promexp.New(version, h.Clients) // GET /metrics, fed as the runner's last sink
+	// A single-machine run is a run over one in-process agent (no port: the broker has no
+	// listener), unless --direct-engine; if that agent cannot start, the engine directly.
+	var local *localagent.Local
+	if !lim.directEngine {
+		if local, err = localagent.Start(localagent.Config{Version: version, Policy: pol, Log: log}); err != nil {
+			log.Warn("single-machine runs use the engine directly: the in-process agent did not start", "err", err)
+			local = nil
+		} else {
+			defer local.Close()
+		}
+	}
 	svc, rn := runs.Wire(runs.Config{Store: st, Hub: h, Log: log, Policy: pol, Sinks: []runner.Sink{prom}})
+	if local != nil {
+		svc.SetLocal(local.Run)
+	}
+	rn.SetDriveControl(driveControl(ctx, local, steer))
 	as := api.New(st, svc, h, frontend.Dist(), log, append(apiOpts, api.WithMetrics(prom.Handler()))...)
 	as.SetTargetPolicy(pol)
 	as.SetCaps(lim.caps)
@@ -308,6 +331,25 @@ Add an admin first, then start again (everyone then logs in):
 	return nil
 }
 
+// driveControl is live control of the driven runs (runner.SetDriveControl): a single-machine
+// run's, through the local agent, else a run over agents', through their coordinator; nil with
+// neither.
+func driveControl(ctx context.Context, local *localagent.Local, remote *cluster.Coordinator) runner.DriveControl {
+	if local == nil && remote == nil {
+		return nil
+	}
+	return func(id int64, ch runner.Change) (metrics.RunEvent, error) {
+		c := cluster.Change{VUs: ch.VUs, Rate: ch.Rate, By: ch.By}
+		if local != nil {
+			ev, err := local.Control(ctx, id, c)
+			if remote == nil || !errors.Is(err, engine.ErrNotRunning) {
+				return ev, err
+			}
+		}
+		return remote.Control(ctx, id, c)
+	}
+}
+
 // clusterRuns is the API's cluster (api.Cluster): the registry picks agents, the coordinator runs
 // plans on them.
 type clusterRuns struct {
@@ -329,14 +371,15 @@ func cannotResume(lim serveOpts) string {
 }
 
 // agentsAPI is the API's view of the agents: the list (api.WithAgents) and runs over them — the
-// registry picks them, the coordinator runs the plan on them (api.WithCluster); fileStore keeps
+// registry picks them, the coordinator runs the plan on them (api.WithCluster) and changes their
+// load while they run (the coordinator returned, for runner.SetDriveControl); fileStore keeps
 // the snapshot stream on disk (cluster.FileStore: the broker has a store dir, or an external NATS).
-func agentsAPI(ag *agentsCtl, log *slog.Logger, fileStore bool) ([]api.Option, error) {
+func agentsAPI(ag *agentsCtl, log *slog.Logger, fileStore bool) ([]api.Option, *cluster.Coordinator, error) {
 	co, err := cluster.NewCoordinator(ag.nc, ag.Registry, log, cluster.FileStore(fileStore))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return []api.Option{api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co})}, nil
+	return []api.Option{api.WithAgents(ag), api.WithCluster(clusterRuns{ag.Registry, co})}, co, nil
 }
 
 // seedDemo creates the example plan in an empty database so a newcomer can press Run at once.

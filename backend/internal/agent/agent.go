@@ -25,6 +25,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/netpolicy"
 	"github.com/volley-load/volley/backend/internal/procstat"
 )
 
@@ -46,6 +47,11 @@ type Config struct {
 	// ClockOffset moves this agent's wall clock by that much (tests of the synchronized start: an
 	// agent whose clock is 2 s ahead must still start with the others); 0 in production.
 	ClockOffset time.Duration
+	// Policy is the target policy the agent's engine enforces at connect time (and a plan is
+	// checked against at Prepare) in place of netpolicy.Default: a single-machine run's
+	// in-process agent takes the server's (localagent). nil: netpolicy.Default. AllowTargets,
+	// when given, takes the place of either.
+	Policy *netpolicy.Policy
 	// Connect connects to the broker with the agent's options (reconnects, handlers); nil:
 	// bus.ConnectAgent(URL, ID, Token, …). An external NATS: bus.ConnectExternalAgent.
 	Connect func(opts ...nats.Option) (*nats.Conn, error)
@@ -115,7 +121,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	nc, err := connect(
 		nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("lost the controller; reconnecting", "err", err) }),
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if err == nil && c.IsClosed() {
+				return // closed on purpose: the agent's end (a server's in-process agent at its shutdown)
+			}
+			log.Warn("lost the controller; reconnecting", "err", err)
+		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { reconnErr(err) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			reconnMu.Lock()
@@ -153,6 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	w.skew = cfg.ClockOffset
+	w.policy = cfg.Policy
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	defer stopPub()
 	sub, err := w.start(pubCtx)

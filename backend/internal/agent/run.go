@@ -64,6 +64,8 @@ type worker struct {
 	mu    sync.Mutex               // guards cur and runState.started
 	cur   *runState                // the prepared or running run, nil: idle
 	skew  time.Duration            // Config.ClockOffset: added to every wall-clock reading
+	// policy is Config.Policy: the target policy in place of netpolicy.Default (nil: that).
+	policy *netpolicy.Policy
 }
 
 // now is the agent's wall clock (moved by Config.ClockOffset in tests).
@@ -98,12 +100,22 @@ func newWorker(ctx context.Context, nc *nats.Conn, id string, allow *Targets, lo
 	return w, nil
 }
 
-// start subscribes the agent's prepare subject and starts the publisher (until pubCtx ends).
+// start subscribes the agent's prepare and change subjects and starts the publisher (until
+// pubCtx ends). Unsubscribing the returned subscription (prepare) also ends the changes.
 func (w *worker) start(pubCtx context.Context) (*nats.Subscription, error) {
-	sub, err := w.nc.Subscribe(cluster.PrepareSubject(w.id), w.onPrepare)
+	csub, err := w.nc.Subscribe(cluster.ChangeSubject(w.id), w.onChange)
 	if err != nil {
 		return nil, err
 	}
+	sub, err := w.nc.Subscribe(cluster.PrepareSubject(w.id), w.onPrepare)
+	if err != nil {
+		_ = csub.Unsubscribe()
+		return nil, err
+	}
+	go func() {
+		<-pubCtx.Done()
+		_ = csub.Unsubscribe()
+	}()
 	go func() {
 		for pubCtx.Err() == nil { // a panic restarts the publisher
 			w.publish(pubCtx)
@@ -185,15 +197,17 @@ func (w *worker) refusal(err error) cluster.Ready {
 	return r
 }
 
-func (w *worker) onPrepare(m *nats.Msg) {
-	reply := func(r cluster.Ready) {
-		b, _ := json.Marshal(r)
-		if err := m.Respond(b); err != nil {
-			w.log.Warn("cannot answer prepare", "err", err)
-		}
+// respond answers request m with v (JSON); what names the request in the log if it cannot.
+func (w *worker) respond(m *nats.Msg, v any, what string) {
+	b, _ := json.Marshal(v)
+	if err := m.Respond(b); err != nil {
+		w.log.Warn("cannot answer "+what, "err", err)
 	}
-	defer w.recoverIn("prepare", func(err error) { reply(cluster.Ready{Error: err.Error()}) })
-	reply(w.prepare(m.Data))
+}
+
+func (w *worker) onPrepare(m *nats.Msg) {
+	defer w.recoverIn("prepare", func(err error) { w.respond(m, cluster.Ready{Error: err.Error()}, "prepare") })
+	w.respond(m, w.prepare(m.Data), "prepare")
 }
 
 // prepare validates a Prepare and makes its run ready (Ready.OK), or says why not.
@@ -217,7 +231,10 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 	if err != nil {
 		return w.refusal(err)
 	}
-	policy := netpolicy.Default()
+	policy := w.policy
+	if policy == nil {
+		policy = netpolicy.Default()
+	}
 	if w.allow != nil {
 		if err := plan.CheckTargets(c.Plan, w.allow); err != nil {
 			return w.refusal(fmt.Errorf("the plan aims outside this agent's --allow-target list: %w", err))
@@ -348,6 +365,43 @@ func (w *worker) onControl(rs *runState) nats.MsgHandler {
 			rs.cancel()
 		}
 	}
+}
+
+// onChange answers a live change of the running run (cluster.Control set_vus or set_rate, the
+// whole run's value): its engine applies its segment's share (engine.SetVUs, SetRate). A change
+// for another run or controller, or before the run's start message, is refused as not running.
+func (w *worker) onChange(m *nats.Msg) {
+	defer w.recoverIn("change", func(err error) { w.respond(m, cluster.ControlReply{Error: err.Error()}, "a change") })
+	w.respond(m, w.change(m.Data), "a change")
+}
+
+// change applies a change message (onChange) and says how it went.
+func (w *worker) change(data []byte) cluster.ControlReply {
+	var c cluster.Control
+	if err := json.Unmarshal(data, &c); err != nil {
+		return cluster.ControlReply{Error: fmt.Sprintf("agent %s: unreadable change message: %v", w.id, err)}
+	}
+	w.mu.Lock()
+	rs := w.cur
+	ok := rs != nil && rs.id == c.Run && rs.controller == c.Controller && rs.started
+	w.mu.Unlock()
+	if !ok {
+		return cluster.ChangeReply(w.id, 0, fmt.Errorf("run %d: %w", c.Run, engine.ErrNotRunning))
+	}
+	var ev metrics.RunEvent
+	var err error
+	switch {
+	case c.Kind == cluster.ControlSetVUs && c.VUs != nil:
+		ev, err = rs.eng.SetVUs(*c.VUs, c.By)
+	case c.Kind == cluster.ControlSetRate && c.Rate != nil:
+		ev, err = rs.eng.SetRate(*c.Rate, c.By)
+	default:
+		err = fmt.Errorf("unknown change %q", c.Kind)
+	}
+	if err == nil {
+		w.log.Info("load changed", "run", rs.id, "kind", ev.Kind, "from", ev.From, "to", ev.To, "by", ev.By)
+	}
+	return cluster.ChangeReply(w.id, ev.From, err)
 }
 
 // dropUnstarted drops rs if it is still prepared and unstarted.

@@ -11,7 +11,9 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/api"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
 )
 
@@ -324,4 +326,39 @@ func TestResumeRunsAtStartUp(t *testing.T) {
 			t.Errorf("%d agent seconds stored by the resumed run, want 4", n)
 		}
 	}
+}
+
+// On a server whose runner steers runs over agents (runner.SetDriveControl: volley serve with
+// agents), POST /api/runs/:id/control of such a run answers the event the coordinator recorded,
+// a value out of range never reaches the agents, and an agent that did not apply the change is 409 agents_refused
+// with the coordinator's sentence; the agents' engines' errors keep their codes.
+func TestControlOfARunOverAgents(t *testing.T) {
+	fc := &fakeCluster{handed: make(chan struct{}), stopped: make(chan struct{})}
+	s := newStack(t, stackConfig{opts: []api.Option{api.WithCluster(fc)}})
+	answers := make(chan error, 3)
+	s.rn.SetDriveControl(func(id int64, ch runner.Change) (metrics.RunEvent, error) {
+		if err := <-answers; err != nil {
+			return metrics.RunEvent{}, err
+		}
+		return metrics.RunEvent{T: 1_800_000_001_500, ElapsedS: 1.5, Kind: "vus", From: 2, To: float64(*ch.VUs), By: ch.By}, nil
+	})
+	id := startOverAgents(t, s, fc)
+	control := fmt.Sprintf("/api/runs/%d/control", id)
+	answers <- nil
+	answers <- &cluster.ControlError{Agent: "gen-b", Reason: "agent gen-b: it did not answer within 5s", Applied: []string{"gen-a"}}
+	answers <- fmt.Errorf("agent %q did not apply the change: %w", "gen-a", engine.ErrNotControllable)
+	runCases(t, s.app, []apiCase{
+		{"applied", "POST", control, `{"vus":4}`, 200, []string{`"kind":"vus"`, `"from":2`, `"to":4`, `"elapsed_s":1.5`}},
+		{"out of range", "POST", control, `{"vus":100001}`, 400, []string{`"vus":`}},
+		{"an agent did not", "POST", control, `{"vus":4}`, 409, []string{`"agents_refused"`, `agent \"gen-b\" did not apply the change: agent gen-b: it did not answer within 5s (applied by gen-a`}},
+		{"not controllable", "POST", control, `{"vus":4}`, 409, []string{`"not_controllable"`, `agent \"gen-a\" did not apply`}},
+	})
+	if len(answers) != 0 {
+		t.Errorf("%d answers left: a change reached the agents that should not have", len(answers))
+	}
+	if status, m := s.app.do("POST", fmt.Sprintf("/api/runs/%d/stop", id), ""); status != 202 {
+		t.Fatalf("stop: %d %v", status, m)
+	}
+	<-fc.stopped
+	<-s.rn.Done(id)
 }

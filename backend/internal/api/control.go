@@ -10,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/volley-load/volley/backend/internal/auth"
+	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
 )
@@ -22,7 +24,9 @@ type controlBody struct {
 
 // controlRun changes a running test's VUs or rate (live control): 200 with the RunEvent recorded;
 // 400 (field errors on vus or rate), 404 (no such run), 409 (not running, its executor has no
-// such control, or control_unsupported: a run over agents).
+// such control, control_unsupported: a run over agents on a server that cannot steer them, or
+// agents_refused: an agent of a run over agents did not apply the change). Audited as run.control
+// when the run's load changed: applied, or applied by some agents of a run over agents.
 func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	id, err := idParam(c)
 	if err != nil {
@@ -50,6 +54,7 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	}
 	ev, err := s.runs.Control(c.Request.Context(), id, ch, func(p *plan.Plan) error { return s.caps.Check(p) })
 	var ve *plan.ValidationError
+	var ce *cluster.ControlError
 	switch {
 	case errors.As(err, &ve):
 		// the caps name the field of the load they checked (load.vus, load.rate, …): the body has one
@@ -62,12 +67,22 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 		return 0, nil, errf(http.StatusConflict, "control_unsupported", "%s", err.Error())
 	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
 		return 0, nil, errf(http.StatusConflict, "not_controllable", "%s", err.Error())
+	case errors.As(err, &ce):
+		if len(ce.Applied) > 0 { // the run's load changed on those agents: the change is recorded
+			s.auditControl(c, id, ev)
+		}
+		return 0, nil, errf(http.StatusConflict, "agents_refused", "%s", err.Error())
 	case err != nil:
 		return 0, nil, err
 	}
+	s.auditControl(c, id, ev)
+	return http.StatusOK, ev, nil
+}
+
+// auditControl records a change of run id's load (run.control).
+func (s *Server) auditControl(c *gin.Context, id int64, ev metrics.RunEvent) {
 	s.audit(c, auth.ActRunControl, fmt.Sprintf("run %d", id),
 		map[string]any{"run_id": id, "kind": ev.Kind, "from": ev.From, "to": ev.To})
-	return http.StatusOK, ev, nil
 }
 
 func invalidControl(field, msg string) *Error {

@@ -259,7 +259,8 @@ func ConnectAgent(url, id string, t Token, opts ...nats.Option) (*nats.Conn, err
 func InboxPrefix(id string) string { return "_INBOX_" + id }
 
 // SubjectsFor are agent id's permissions. Publish: the hello and clock requests, its own subject
-// tree, its runs' snapshots (JetStream, with a per-second message id) and its presence key; and
+// tree but for its change subject (live control: the controller's alone, cluster.ChangeSubject),
+// its runs' snapshots (JetStream, with a per-second message id) and its presence key; and
 // replies to requests it received (one each, within a minute). Subscribe: its own subject tree,
 // every run's broadcast control subject, and its own inbox.
 func SubjectsFor(id string) *server.Permissions {
@@ -269,7 +270,7 @@ func SubjectsFor(id string) *server.Permissions {
 			"volley.agent." + id + ".>",
 			"volley.run.*.snap." + id,
 			"$KV.volley_agents." + id,
-		}},
+		}, Deny: []string{"volley.agent." + id + ".change"}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
 			"volley.agent." + id + ".>",
 			"volley.run.*.ctl",

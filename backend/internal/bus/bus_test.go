@@ -110,8 +110,15 @@ func TestAgentPermissions(t *testing.T) {
 	}
 
 	// Refused: publishing as another agent, on a run's control subject, to another agent's
-	// subjects; subscribing to another agent's; the JetStream API.
-	for _, subj := range []string{"volley.run.r1.snap.a2", "volley.run.r1.ctl", "volley.agent.a2.prepare", "$KV.volley_agents.a2"} {
+	// subjects, to any agent's change subject (live control: the controller's alone, its own
+	// too); subscribing to another agent's; the JetStream API.
+	changes, err := ctl.SubscribeSync("volley.agent.*.change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ctl.Flush()
+	for _, subj := range []string{"volley.run.r1.snap.a2", "volley.run.r1.ctl", "volley.agent.a2.prepare", "$KV.volley_agents.a2",
+		"volley.agent.a1.change", "volley.agent.a2.change"} {
 		_ = a.Publish(subj, []byte("x"))
 		_ = a.Flush()
 		expectViolation(t, errs, subj)
@@ -126,6 +133,9 @@ func TestAgentPermissions(t *testing.T) {
 	// Nothing the agent was refused reached the controller's snapshot subscription.
 	if m, err := snaps.NextMsg(200 * time.Millisecond); err == nil {
 		t.Errorf("the controller received a refused message on %s", m.Subject)
+	}
+	if m, err := changes.NextMsg(200 * time.Millisecond); err == nil {
+		t.Errorf("an agent's change message reached %s", m.Subject)
 	}
 }
 

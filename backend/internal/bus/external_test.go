@@ -84,8 +84,8 @@ func TestSampleConfMirrorsSubjectsFor(t *testing.T) {
 			t.Fatalf("%s: no user with permissions", id)
 		}
 		want, got := SubjectsFor(id), u.Permissions
-		if got.Publish == nil || !sameSet(got.Publish.Allow, want.Publish.Allow) || len(got.Publish.Deny) != 0 {
-			t.Errorf("%s publish %+v, want %v", id, got.Publish, want.Publish.Allow)
+		if got.Publish == nil || !sameSet(got.Publish.Allow, want.Publish.Allow) || !sameSet(got.Publish.Deny, want.Publish.Deny) {
+			t.Errorf("%s publish %+v, want allow %v deny %v", id, got.Publish, want.Publish.Allow, want.Publish.Deny)
 		}
 		if got.Subscribe == nil || !sameSet(got.Subscribe.Allow, want.Subscribe.Allow) || len(got.Subscribe.Deny) != 0 {
 			t.Errorf("%s subscribe %+v, want %v", id, got.Subscribe, want.Subscribe.Allow)
@@ -182,7 +182,7 @@ func TestExternalConnections(t *testing.T) {
 	if _, err := ajs.Publish("volley.run.7.snap.agent-1", []byte("s"), nats.MsgId("7-agent-1-1")); err != nil {
 		t.Fatalf("own snapshot: %v", err)
 	}
-	for _, subj := range []string{"volley.run.7.snap.agent-2", "volley.run.7.ctl", "volley.agent.agent-2.presence"} {
+	for _, subj := range []string{"volley.run.7.snap.agent-2", "volley.run.7.ctl", "volley.agent.agent-2.presence", "volley.agent.agent-1.change"} {
 		_ = a.Publish(subj, []byte("x"))
 		_ = a.Flush()
 		expectViolation(t, errs, subj)
@@ -241,6 +241,7 @@ func TestExternalCreds(t *testing.T) {
 		uc := jwt.NewUserClaims(upub)
 		if perms != nil {
 			uc.Pub.Allow.Add(perms.Publish.Allow...)
+			uc.Pub.Deny.Add(perms.Publish.Deny...)
 			uc.Sub.Allow.Add(perms.Subscribe.Allow...)
 			uc.Resp = &jwt.ResponsePermission{MaxMsgs: perms.Response.MaxMsgs, Expires: perms.Response.Expires}
 		}
@@ -278,9 +279,11 @@ func TestExternalCreds(t *testing.T) {
 	if m, err := a.Request(SubjectHello, []byte("hi"), 5*time.Second); err != nil || string(m.Data) != "welcome" {
 		t.Fatalf("hello: %v %v", err, m)
 	}
-	_ = a.Publish("volley.agent.agent-2.presence", []byte("x"))
-	_ = a.Flush()
-	expectViolation(t, errs, "volley.agent.agent-2.presence")
+	for _, subj := range []string{"volley.agent.agent-2.presence", "volley.agent.agent-1.change"} {
+		_ = a.Publish(subj, []byte("x"))
+		_ = a.Flush()
+		expectViolation(t, errs, subj)
+	}
 	if c, err := ConnectController(External{URL: url, CredsFile: filepath.Join(dir, "missing.creds")}, "controller"); err == nil {
 		c.Close()
 		t.Error("a missing creds file connected")

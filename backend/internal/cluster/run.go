@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/volley-load/volley/backend/internal/bus"
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/segment"
@@ -33,6 +34,14 @@ type RunSpec struct {
 	// Controller is the controller id the run's agents are prepared with, "" for this coordinator's
 	// own id. Resume sets it from Started.Controller.
 	Controller string
+	// InProcess says the agents run in this process (a single-machine run's local agent,
+	// localagent): they cannot be cut off or die on their own, so no second is closed with a share
+	// missing before the run's end (SecondGrace does not apply: a generator-bound process may
+	// deliver late) and no agent is lost by its presence's age. The run's end still bounds it.
+	// The start is InProcessStartDelay after the agents are ready, not MinStartDelay; a stop
+	// while preparing waits for the agents' answers (PrepareTimeout at most) before it is sent;
+	// and the run's snapshots are purged from the stream when it ends (nothing can resume it).
+	InProcess bool
 }
 
 // Started is what a run over agents keeps so that a restarted controller can Resume it (the
@@ -66,6 +75,9 @@ const (
 	// MinStartDelay is the least time between the start broadcast and start_at; a worse network
 	// gets 3 × the worst clock-probe round trip the agents measured.
 	MinStartDelay = time.Second
+	// InProcessStartDelay is MinStartDelay for a run whose agents are in this process
+	// (RunSpec.InProcess): enough for the start broadcast to reach them.
+	InProcessStartDelay = 20 * time.Millisecond
 	// SecondGrace is how long after its end (start_at + s) second s waits for a late agent before
 	// it is merged with that agent's share missing.
 	SecondGrace = 2 * time.Second
@@ -124,8 +136,11 @@ type Coordinator struct {
 	// controller process killed (tests). Nil: never.
 	halt chan struct{}
 
+	ctlTimeout time.Duration // ControlTimeout (tests shorten it)
+
 	mu   sync.Mutex
 	busy map[string]int64 // agent id → the run of this coordinator it works on
+	runs map[int64]*run   // the runs being driven (merged), for Control
 }
 
 // CoordinatorOption configures NewCoordinator.
@@ -167,7 +182,7 @@ func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...Co
 		return nil, fmt.Errorf("cluster: jetstream: %w", err)
 	}
 	c := &Coordinator{conn: conn, js: js, reg: reg, log: log, id: randomID(), now: reg.now,
-		tick: 50 * time.Millisecond, busy: map[string]int64{}}
+		tick: 50 * time.Millisecond, busy: map[string]int64{}, runs: map[int64]*run{}, ctlTimeout: ControlTimeout}
 	if err := c.ensureStream(o.file, o.replicas); err != nil {
 		return nil, err
 	}
@@ -250,7 +265,8 @@ func (e *RefusedError) Error() string {
 
 // Run prepares the agents, starts them at one instant, merges their seconds as they come and
 // returns the run's merged summary (Agents, Degraded, LostAgents, StartSkewMs set). Cancelling
-// ctx stops the run (the agents get the plan's graceful stop). An agent refusing Prepare fails the
+// ctx stops the run (the agents get the plan's graceful stop); stopped before any agent sent a
+// request (while preparing, or before the start instant), the summary is an empty run's, no error. An agent refusing Prepare fails the
 // run with its reason (*RefusedError naming the agent); every prepared agent is told to stop.
 //
 // Steps (SHAPES14.md): Prepare to every agent at once (PrepareTimeout each); start_at = now +
@@ -291,18 +307,45 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
 		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
 	}
+	if spec.InProcess {
+		// Its agents died with this process if it did: nothing can resume the run, so its
+		// snapshots are of no use once it has ended (they would sit in the stream for a day).
+		defer func() {
+			if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
+				c.log.Warn("cannot clear the snapshots of an ended run", "run", spec.Run, "err", err)
+			}
+		}()
+	}
 	sub, err := c.subscribe(spec.Run)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 
-	rtt, err := c.prepare(ctx, spec, ids, seq, planJSON)
-	if err != nil {
-		r.control(Control{Kind: ControlStop, Reason: err.Error()})
+	pctx := ctx
+	if spec.InProcess {
+		// An in-process agent answers within milliseconds: a stop meanwhile waits for its
+		// answer, so that the stop below finds it prepared (one that answered a request given up
+		// on would stay prepared, refusing the next run as busy, for agent.PrepareTTL).
+		pctx = context.WithoutCancel(ctx)
+	}
+	rtt, err := c.prepare(pctx, spec, ids, seq, planJSON)
+	if err != nil || ctx.Err() != nil {
+		why := "stopped before its start"
+		if err != nil {
+			why = err.Error()
+		}
+		r.control(Control{Kind: ControlStop, Reason: why})
+		if ctx.Err() != nil { // stopped while preparing: nothing was sent
+			return r.notStarted()
+		}
 		return nil, err
 	}
-	r.startAt = c.now().Add(max(MinStartDelay, 3*rtt))
+	delay := max(MinStartDelay, 3*rtt)
+	if spec.InProcess {
+		delay = max(InProcessStartDelay, 3*rtt) // no network, one clock: no need to wait a second
+	}
+	r.startAt = c.now().Add(delay)
 	if err := r.onStart(weights); err != nil {
 		r.control(Control{Kind: ControlStop, Reason: err.Error()})
 		return nil, err
@@ -469,6 +512,17 @@ func (c *Coordinator) subscribe(run int64) (*nats.Subscription, error) {
 // after which the fetcher says it has caught up) and merges them until the run's end.
 func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64) (*metrics.Summary, error) {
 	r.caughtUp = backlog == 0
+	r.c.mu.Lock()
+	r.c.runs[r.spec.Run] = r // live control reaches it from here on (Control)
+	r.c.mu.Unlock()
+	defer func() {
+		r.c.mu.Lock()
+		if r.c.runs[r.spec.Run] == r {
+			delete(r.c.runs, r.spec.Run)
+		}
+		r.c.mu.Unlock()
+		close(r.live.done)
+	}()
 	fctx, stopFetch := context.WithCancel(context.Background())
 	in := make(chan incoming, 256)
 	fetched := make(chan struct{})
@@ -507,6 +561,9 @@ func (c *Coordinator) release(ids []string) {
 // StopRepeat while an agent's final is missing.
 func (r *run) stopAll(now time.Time, why string) {
 	r.stopped, r.stop, r.stopSent = true, Control{Kind: ControlStop, Reason: why}, now
+	r.live.mu.Lock()
+	r.live.ending = true // no change from here on
+	r.live.mu.Unlock()
 	r.control(r.stop)
 }
 
@@ -619,6 +676,12 @@ type run struct {
 	from       int       // the first second handed to OnSecond (1 for Run)
 	graceUntil time.Time // zero for Run
 	caughtUp   bool      // every snapshot the stream held at the start is taken in
+
+	// Live control (control.go): the changes recorded, in order, and the first one not yet put
+	// into a merged second.
+	live   live
+	events []metrics.RunEvent
+	evNext int
 }
 
 func (r *run) init() {
@@ -640,6 +703,8 @@ func (r *run) init() {
 	r.lost, r.refused, r.lastSec = make([]bool, n), make([]bool, n), make([]int, n)
 	r.parts = make([][]*SecondPart, n)
 	r.warned = map[string]struct{}{}
+	r.live.out = make([]bool, n)
+	r.live.events, r.live.done = make(chan metrics.RunEvent), make(chan struct{}) // unbuffered: a change handed over is in the loop
 }
 
 // once logs msg the first time key is seen.
@@ -670,32 +735,46 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 			return false
 		}
 	}
+	// take acknowledges and hands over one message; false once ctx has ended.
+	take := func(m *nats.Msg) bool {
+		_ = m.Ack()
+		got++
+		agent := strings.TrimPrefix(m.Subject, prefix)
+		var s Snapshot
+		if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
+			if !bad[agent] && len(bad) < 1000 {
+				bad[agent] = true
+				r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
+			}
+		} else if !send(incoming{agent: agent, snap: s}) {
+			return false
+		}
+		return got != backlog || send(incoming{caughtUp: true})
+	}
+	timeout := func(err error) bool {
+		return err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, nats.ErrTimeout)
+	}
 	for ctx.Err() == nil {
+		// A batch request of up to 64 for 500 ms whose messages are taken as they arrive (Fetch
+		// would hold them until the batch is full or the request expires: a second, and the run's
+		// end, up to half a second late).
 		fctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		msgs, err := sub.Fetch(64, nats.Context(fctx))
+		batch, err := sub.FetchBatch(64, nats.Context(fctx))
+		if err == nil {
+			for m := range batch.Messages() {
+				if !take(m) {
+					cancel()
+					return
+				}
+			}
+			err = batch.Error()
+		}
 		cancel()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrTimeout) {
+		if !timeout(err) {
 			r.log.Warn("fetching snapshots", "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
-			}
-		}
-		for _, m := range msgs {
-			_ = m.Ack()
-			got++
-			agent := strings.TrimPrefix(m.Subject, prefix)
-			var s Snapshot
-			if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
-				if !bad[agent] && len(bad) < 1000 {
-					bad[agent] = true
-					r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
-				}
-			} else if !send(incoming{agent: agent, snap: s}) {
-				return
-			}
-			if got == backlog && !send(incoming{caughtUp: true}) {
-				return
 			}
 		}
 	}
@@ -726,6 +805,8 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 			} else {
 				r.take(m)
 			}
+		case ev := <-r.live.events:
+			r.events = append(r.events, ev)
 		case <-r.c.halt:
 			return nil, errHalted
 		case <-done:
@@ -867,6 +948,7 @@ func (r *run) final(i int, s Snapshot) {
 		why = fmt.Sprintf("its final message (second %d) is not after its last second (%d)", s.Second, r.lastSec[i])
 	default:
 		r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
+		r.markOut(i)
 		return
 	}
 	r.refused[i] = true
@@ -878,6 +960,9 @@ func (r *run) final(i int, s Snapshot) {
 // watch marks agents whose presence expired as lost; in a resumed run, an agent the registry
 // does not know yet is not lost before graceUntil (it is coming back).
 func (r *run) watch(now time.Time) {
+	if r.spec.InProcess {
+		return // its agents live and die with this process
+	}
 	for i, id := range r.ids {
 		if r.lost[i] || r.finals[i] != nil {
 			continue
@@ -894,6 +979,7 @@ func (r *run) watch(now time.Time) {
 
 func (r *run) lose(i int, why string) {
 	r.lost[i], r.degraded = true, true
+	r.markOut(i)
 	r.log.Warn("agent lost; its share is missing from here on", "agent", r.ids[i], "why", why, "last_second", r.lastSec[i])
 }
 
@@ -944,7 +1030,7 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 			// Merged again for the run so far: what the stream held at the resume is all there is.
 			due = r.caughtUp || !now.Before(r.graceUntil)
 		} else {
-			due = s <= r.planned && !now.Before(later(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace), r.graceUntil))
+			due = s <= r.planned && !r.spec.InProcess && !now.Before(later(r.startAt.Add(time.Duration(s)*time.Second+SecondGrace), r.graceUntil))
 		}
 		if waiting && !due && !over {
 			return
@@ -964,6 +1050,11 @@ func (r *run) closeSeconds(now time.Time, over bool) {
 		m := r.merger.Second(s, parts)
 		delete(r.pending, s)
 		r.next++
+		if s >= r.from {
+			// The run's load changes are the coordinator's record, once each (not the agents'
+			// copies the merger added up).
+			m.Events = r.secondEvents(s)
+		}
 		if r.hooks.OnSecond != nil && s >= r.from {
 			r.hooks.OnSecond(m)
 		}
@@ -1004,6 +1095,11 @@ func (r *run) summary() (*metrics.Summary, error) {
 	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
 		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
 	}
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f == nil || f.State != nil }) {
+		// Every agent was stopped before its start instant (final takes a final without engine
+		// state only then): nothing was sent.
+		return r.notStarted()
+	}
 	finals := slices.Clone(r.finals)
 	like := slices.IndexFunc(finals, func(f *FinalPart) bool { return f != nil && f.State != nil })
 	for i, f := range finals {
@@ -1017,6 +1113,12 @@ func (r *run) summary() (*metrics.Summary, error) {
 	sum, err := r.merger.Summary(finals)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
+	}
+	// The load changes once each: the coordinator's record; a resumed run's coordinator did not
+	// see those made before its restart, so its summary has the first agent's own record.
+	sum.Events = append([]metrics.RunEvent{}, r.events...)
+	if !r.graceUntil.IsZero() && like >= 0 {
+		sum.Events = append([]metrics.RunEvent{}, finals[like].State.Events...)
 	}
 	sum.Agents = len(r.ids)
 	sum.Degraded = r.degraded
@@ -1036,6 +1138,20 @@ func (r *run) summary() (*metrics.Summary, error) {
 		sum.StartSkewMs = &skew
 	}
 	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", skewMs(sum.StartSkewMs))
+	return sum, nil
+}
+
+// notStarted is the summary of a run stopped before any of its agents sent a request: that of
+// an empty engine state (engine.Summarize: no request, no second), as an engine stopped at once
+// reports, with the agents count. The run is not a failure: it was stopped.
+func (r *run) notStarted() (*metrics.Summary, error) {
+	sum, err := engine.Summarize(r.spec.Plan, &engine.Final{StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: run %d: %w", r.spec.Run, err)
+	}
+	sum.Events = append([]metrics.RunEvent{}, r.events...)
+	sum.Agents, sum.Degraded = len(r.ids), r.degraded
+	r.log.Info("run over agents stopped before its start: nothing was sent")
 	return sum, nil
 }
 

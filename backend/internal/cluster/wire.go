@@ -67,19 +67,51 @@ type Ready struct {
 	RTTMs         float64 `json:"rtt_ms"`
 }
 
-// Control kinds.
+// Control kinds: start and stop are broadcast on RunControlSubject; set_vus and set_rate (live
+// control) are requests to each of the run's agents on ChangeSubject, answered by ControlReply.
 const (
-	ControlStart = "start"
-	ControlStop  = "stop"
+	ControlStart   = "start"
+	ControlStop    = "stop"
+	ControlSetVUs  = "set_vus"
+	ControlSetRate = "set_rate"
 )
 
-// Control is a run's broadcast: start at StartAtUnixNano (the controller's clock), or stop.
+// Control is a run's broadcast: start at StartAtUnixNano (the controller's clock), or stop; or a
+// live change asked of one agent: hold VUs VUs (set_vus) or start Rate iterations per the plan's
+// time_unit (set_rate), both the whole run's figure (each agent's engine takes its segment's
+// share, engine.SetVUs and SetRate), By naming who asked (metrics.RunEvent.By).
 type Control struct {
-	Kind            string `json:"kind"`
-	Run             int64  `json:"run"`
-	Controller      string `json:"controller"`
-	StartAtUnixNano int64  `json:"start_at_unix_nano,omitempty"`
-	Reason          string `json:"reason,omitempty"`
+	Kind            string   `json:"kind"`
+	Run             int64    `json:"run"`
+	Controller      string   `json:"controller"`
+	StartAtUnixNano int64    `json:"start_at_unix_nano,omitempty"`
+	Reason          string   `json:"reason,omitempty"`
+	VUs             *int     `json:"vus,omitempty"`
+	Rate            *float64 `json:"rate,omitempty"`
+	By              string   `json:"by,omitempty"`
+}
+
+// ChangeSubject is where agent id is asked to change its run's load (Control set_vus or set_rate
+// → ControlReply). Only the controller may publish it: bus.SubjectsFor denies it to the agent
+// itself (the rest of volley.agent.<id>.> is the agent's).
+func ChangeSubject(id string) string { return "volley.agent." + id + ".change" }
+
+// Why an agent did not apply a change (ControlReply.Code); "" is another reason (its Error says).
+const (
+	CodeNotRunning      = "not_running"      // engine.ErrNotRunning: not started, ending, or another run
+	CodeNotControllable = "not_controllable" // engine.ErrNotControllable
+	CodeTooManyChanges  = "too_many_changes" // engine.ErrTooManyChanges
+	CodeInvalid         = "invalid"          // a *plan.ValidationError: Fields names "vus" or "rate"
+)
+
+// ControlReply is an agent's answer to a change: OK with From, the run-wide value before the
+// change (metrics.RunEvent.From, as its engine recorded it), or why not.
+type ControlReply struct {
+	OK     bool              `json:"ok"`
+	From   float64           `json:"from"`
+	Code   string            `json:"code,omitempty"`
+	Error  string            `json:"error,omitempty"` // a whole sentence naming the agent
+	Fields map[string]string `json:"fields,omitempty"`
 }
 
 // TimeReply is the controller's answer to a clock probe: its wall clock.

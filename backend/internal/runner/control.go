@@ -25,41 +25,60 @@ var (
 	ErrTooManyChanges = engine.ErrTooManyChanges
 )
 
-// Control changes the load of active run id from now to its end (engine.SetVUs, SetRate) and
-// returns the change as recorded. check, when not nil, is given the plan as the change makes it —
+// DriveControl changes the load of driven run id (StartDriven) as Control does an engine's:
+// cluster.Coordinator.Control asks the run's agents. Its errors are Control's (engine.ErrNotRunning,
+// engine.ErrNotControllable, engine.ErrTooManyChanges wrapped or not, *plan.ValidationError) or
+// its own.
+type DriveControl func(id int64, ch Change) (metrics.RunEvent, error)
+
+// SetDriveControl gives Control a way to change driven runs' load (nil: none, Control answers
+// ErrNotDriven). Call it before the first StartDriven.
+func (r *Runner) SetDriveControl(f DriveControl) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steer = f
+}
+
+// Control changes the load of active run id from now to its end (engine.SetVUs, SetRate; a
+// driven run's DriveControl) and returns the change as recorded. check, when not nil, is given
+// the plan as the change makes it —
 // the run's plan with its load replaced by a constant-vus load of ch.VUs VUs, or a
 // constant-arrival-rate load at ch.Rate with the same time_unit and VU pool, each as long as the
 // run's load — and its *plan.ValidationError refuses the change (the server's caps). Errors:
 // ErrNotRunning (not the active run, or it is ending), ErrNotDriven (a run started with
-// StartDriven), ErrNotControllable, ErrTooManyChanges, a
-// *plan.ValidationError (field "vus" or "rate" out of range, or check's), or an error when ch does
-// not hold exactly one value.
+// StartDriven on a runner without SetDriveControl), ErrNotControllable, ErrTooManyChanges, a
+// *plan.ValidationError (field "vus" or "rate" out of range, or check's), a driven run's
+// DriveControl's own errors, or an error when ch does not hold exactly one value.
 func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (metrics.RunEvent, error) {
 	if (ch.VUs == nil) == (ch.Rate == nil) {
 		return metrics.RunEvent{}, errors.New("runner: a change sets exactly one of VUs and Rate")
 	}
 	r.mu.Lock()
 	a := r.active
-	if a != nil && a.id == id && a.driven && !a.ending {
-		r.mu.Unlock()
-		return metrics.RunEvent{}, ErrNotDriven
-	}
-	if a == nil || a.id != id || a.ending || a.eng == nil {
+	if a == nil || a.id != id || a.ending || (a.eng == nil && !a.driven) {
 		r.mu.Unlock()
 		return metrics.RunEvent{}, ErrNotRunning
 	}
-	eng := a.eng
+	eng, steer, p := a.eng, r.steer, a.plan
 	r.mu.Unlock()
+	if eng != nil {
+		p = eng.Plan()
+	} else if steer == nil || p == nil {
+		return metrics.RunEvent{}, ErrNotDriven
+	}
 	if check != nil {
-		if err := check(changedPlan(eng.Plan(), ch)); err != nil {
+		if err := check(changedPlan(p, ch)); err != nil {
 			return metrics.RunEvent{}, err
 		}
 	}
 	var ev metrics.RunEvent
 	var err error
-	if ch.VUs != nil {
+	switch {
+	case eng == nil:
+		ev, err = steer(id, ch)
+	case ch.VUs != nil:
 		ev, err = eng.SetVUs(*ch.VUs, ch.By)
-	} else {
+	default:
 		ev, err = eng.SetRate(*ch.Rate, ch.By)
 	}
 	if errors.Is(err, engine.ErrNotRunning) {

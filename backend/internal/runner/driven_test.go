@@ -3,12 +3,15 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // fakeDrive hands seconds 1..n to onSample (the 2nd with its share of agent "b" missing), then
@@ -236,4 +239,58 @@ func TestStartWaitsForARunThatIsEnding(t *testing.T) {
 		close(sink.gates[32])
 		<-rn.Done(32)
 	})
+}
+
+// With SetDriveControl, Control of a driven run checks the change against the run's plan as the
+// change makes it (the server's caps) and hands it to the drive's control with the run's id; a
+// refusal of the check never reaches it, and its engine.ErrNotRunning is ErrNotRunning. Another
+// run's id is not running.
+func TestControlOfADrivenRun(t *testing.T) {
+	rn := New(quiet(), newRecSink(0))
+	type call struct {
+		id int64
+		ch Change
+	}
+	calls := make(chan call, 4)
+	steerErr := error(nil)
+	rn.SetDriveControl(func(id int64, ch Change) (metrics.RunEvent, error) {
+		calls <- call{id, ch}
+		if steerErr != nil {
+			return metrics.RunEvent{}, steerErr
+		}
+		return metrics.RunEvent{Kind: "vus", From: 2, To: float64(*ch.VUs), By: ch.By}, nil
+	})
+	d := newFakeDrive(1, true)
+	if _, err := rn.StartDriven(testPlan(t, "http://127.0.0.1:9/", "7s"), func(time.Time) (int64, error) { return 31, nil }, d.drive); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rn.Stop(31); <-rn.Done(31) }()
+
+	var checked *plan.Plan
+	vus := 5
+	ev, err := rn.Control(31, Change{VUs: &vus, By: "ann"}, func(p *plan.Plan) error { checked = p; return nil })
+	if err != nil || ev.To != 5 || ev.From != 2 || ev.By != "ann" {
+		t.Fatalf("Control: %+v %v", ev, err)
+	}
+	if c := <-calls; c.id != 31 || *c.ch.VUs != 5 || c.ch.By != "ann" {
+		t.Errorf("the drive's control got %+v", c)
+	}
+	if checked == nil || checked.Load.Executor != plan.ConstantVUs || checked.Load.VUs != 5 || checked.Load.Length() != 7*time.Second {
+		t.Errorf("checked plan %+v, want 5 constant VUs for the run's 7 s", checked)
+	}
+
+	capped := &plan.ValidationError{Fields: map[string]string{"load.vus": "at most 4"}}
+	if _, err := rn.Control(31, Change{VUs: &vus}, func(*plan.Plan) error { return capped }); err != capped {
+		t.Errorf("a change the check refuses: %v", err)
+	}
+	steerErr = fmt.Errorf("agents: %w", engine.ErrNotRunning)
+	if _, err := rn.Control(31, Change{VUs: &vus}, nil); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("the drive's not running: %v, want ErrNotRunning", err)
+	}
+	if len(calls) != 1 { // the refused check's change never reached the drive
+		t.Errorf("%d more calls reached the drive, want 1", len(calls))
+	}
+	if _, err := rn.Control(32, Change{VUs: &vus}, nil); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("another run: %v, want ErrNotRunning", err)
+	}
 }

@@ -54,7 +54,15 @@ type Service struct {
 	// Wire; nil (New): the run goes on without them.
 	resumed func(runID int64, history [][]byte, requests, errs int64)
 	topics  Topics // the live hub (Wire); nil: none
+	// local runs the plans Start starts (SetLocal): a single-machine run through the in-process
+	// agent; nil: the runner's own engine.
+	local Drive
 }
+
+// SetLocal makes Start run plans through local — a single-machine run as a run over the
+// in-process agent (localagent.Local.Run), with StartDriven's lifecycle — instead of the
+// runner's engine; nil: the engine. Call it before the first Start.
+func (s *Service) SetLocal(local Drive) { s.local = local }
 
 // New makes the service over a store and a runner (whose sinks are the caller's: see Wire).
 func New(st Store, rn Runner, log *slog.Logger) *Service {
@@ -121,6 +129,9 @@ func (e *ActiveError) Error() string {
 // *plan.ValidationError (the plan, its limits or its secrets), *runner.BusyError (another run is
 // active), or a storage error.
 func (s *Service) Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error) {
+	if s.local != nil {
+		return s.StartDriven(ctx, planID, check, s.local)
+	}
 	return s.start(ctx, planID, check, func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
 		return s.runner.Start(c, create)
 	})

@@ -197,6 +197,31 @@ describe('RunView', () => {
     expect(q('[data-testid=chart-tps]')!.getAttribute('data-events')).toBe('1');
   });
 
+  it('offers live control of a run over agents too (the server asks every agent)', async () => {
+    const ev = { t: 5000, elapsed_s: 1.5, kind: 'rate', from: 10, to: 20, by: 'local' };
+    const posted: string[] = [];
+    (fetch as unknown as ReturnType<typeof vi.fn>).mockImplementation(async (url: string, init: RequestInit = {}) => {
+      if (url === '/api/runs/7/control' && init.method === 'POST') {
+        posted.push(String(init.body));
+        return new Response(JSON.stringify(ev), { status: 200 });
+      }
+      if (url === '/api/runs/7') return new Response(JSON.stringify(running), { status: 200 });
+      return new Response(JSON.stringify({ items: [] }), { status: 200 });
+    });
+    const { container } = render(RunView, { id: '7' });
+    const q = (sel: string) => container.querySelector(sel);
+    await waitFor(() => expect(FakeSocket.all).toHaveLength(1));
+    const ws = FakeSocket.all[0];
+    ws.onopen?.();
+    const cs = { cpu_percent: 10, rss_bytes: 1 << 20, goroutines: 1, open_conns: 1, gc_pause_ms: 0, schedule_lag_p99_ms: 0 };
+    ws.send({ type: 'sample', data: sample(1, { agents: { 'gen-a': cs, 'gen-b': cs } }) });
+    await waitFor(() => expect(container.querySelectorAll('[data-testid=agent-run-row]')).toHaveLength(2)); // a run over agents
+    const input = q('[data-testid=live-control-value]') as HTMLInputElement;
+    await fireEvent.input(input, { target: { value: '20' } });
+    await fireEvent.click(q('[data-testid=live-control-apply]')!);
+    await waitFor(() => expect(posted).toEqual(['{"rate":20}']));
+  });
+
   it('offers no live control for an iteration-based executor', async () => {
     const iter = { ...running, plan: wirePlan({ requests: [{ url: 'http://127.0.0.1:1/' }], load: { executor: 'per-vu-iterations', vus: 2, iterations: 5 } }) };
     (fetch as unknown as ReturnType<typeof vi.fn>).mockImplementation(async (url: string) =>

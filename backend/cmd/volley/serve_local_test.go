@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
+)
+
+// volley serve runs a single-machine run through its in-process agent (one code path, issue 14):
+// the coordinator's log names the agent "local"; live control changes its VUs; the run ends
+// finished with every request the target saw, its summary in a single machine's shape (no agents
+// count) with the change once. With --direct-engine the same run goes to the engine directly
+// (no coordinator) with the same answers.
+func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct-engine=%v", direct), func(t *testing.T) {
+			tg := testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+			opts := defaultServeOpts()
+			opts.directEngine = direct
+			logs := &lockedBuffer{}
+			opts.log = slog.New(slog.NewTextHandler(logs, nil))
+			base := "http://" + startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
+			call := func(method, path, body string) (int, map[string]any) {
+				t.Helper()
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				var m map[string]any
+				_ = json.NewDecoder(res.Body).Decode(&m)
+				return res.StatusCode, m
+			}
+			st, p := call("POST", "/api/plans", fmt.Sprintf(`{"name":"p","think_time":"50ms","requests":[{"url":%q}],
+				"load":{"executor":"constant-vus","vus":2,"duration":"3s","graceful_stop":"2s"}}`, tg.URL))
+			if st != 201 {
+				t.Fatalf("create plan: %d %v", st, p)
+			}
+			st, r := call("POST", fmt.Sprintf("/api/plans/%v/runs", p["id"]), "")
+			if st != 201 {
+				t.Fatalf("start: %d %v", st, r)
+			}
+			id := r["id"]
+			var ev map[string]any
+			for deadline := time.Now().Add(20 * time.Second); ; {
+				// The agent path answers 409 not_running until its engine has started.
+				if st, ev = call("POST", fmt.Sprintf("/api/runs/%v/control", id), `{"vus":3}`); st != 409 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if st != 200 || ev["kind"] != "vus" || ev["from"] != 2.0 || ev["to"] != 3.0 {
+				t.Fatalf("control: %d %v", st, ev)
+			}
+			var run map[string]any
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				_, run = call("GET", fmt.Sprintf("/api/runs/%v", id), "")
+				if run["status"] != "running" || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			sum, _ := run["summary"].(map[string]any)
+			events, _ := sum["events"].([]any)
+			if run["status"] != "finished" || sum == nil || sum["requests"] != float64(tg.Requests()) || len(events) != 1 {
+				t.Fatalf("run %v (the target saw %d requests)", run, tg.Requests())
+			}
+			if _, ok := sum["agents"]; ok {
+				t.Errorf("summary has agents: %v", sum["agents"])
+			}
+			if over := strings.Contains(logs.String(), `msg="run started over agents" run=1 agents=[local]`); over == direct {
+				t.Errorf("run through the local agent: %v, want %v", over, !direct)
+			}
+		})
+	}
+}
