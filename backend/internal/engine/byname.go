@@ -96,9 +96,14 @@ func (c *collector) sampleByName(s *metrics.Sample, d *metrics.Counts, span floa
 	if c.nameCur == nil {
 		c.nameCur, c.namePrev = make([]metrics.NameCount, len(set.Names)), make([]metrics.NameCount, len(set.Names))
 	}
-	set.Read(c.nameCur)
 	s.ByName = make(map[string]metrics.NameSample, len(set.Names))
 	for j, name := range set.Names {
+		testPoint("names", j)
+		// A name's count and its latencies are read together, one right after the other: read
+		// apart (all counts first, each name's histogram after the names before it were done),
+		// a busy second's histogram held more latencies than its requests, and a run over agents
+		// refused the agent's second as impossible (cluster.Merger.CheckPart).
+		c.nameCur[j] = set.ReadName(j)
 		cur, prev := c.nameCur[j], c.namePrev[j]
 		n := metrics.NameSample{
 			Requests:     cur.Successes + cur.Errors - prev.Successes - prev.Errors,

@@ -73,6 +73,18 @@ func (s *NameSet) Read(dst []NameCount) {
 	}
 }
 
+// ReadName returns name j's cumulative count. Read right before LatencyCounts(j, …), the two are of
+// one moment: the histogram holds at most the count plus one latency per VU recording (a latency
+// is recorded a moment before its request's count).
+func (s *NameSet) ReadName(j int) NameCount {
+	var c NameCount
+	for _, shard := range s.blocks {
+		c.Successes += int64(shard[j].successes.Load())
+		c.Errors += int64(shard[j].errors.Load())
+	}
+	return c
+}
+
 // Latency returns name j's cumulative latency distribution.
 func (s *NameSet) Latency(j int) Latency {
 	counts := make([]int64, CountsLen)
