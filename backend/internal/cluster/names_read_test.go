@@ -12,17 +12,17 @@ import (
 )
 
 // An agent's busy second with several request names is never refused as impossible: each name's
-// histogram is read together with its count. The collector is held 50 ms before each name's
-// statistics (a busy machine does that); read apart, the second name's histogram held the
-// latencies of the requests finished in those 50 ms but not their count, and the controller
-// refused the honest agent's second (the run ended degraded).
+// histogram is read together with its count. The collector is held 400 ms before the second
+// name's statistics (a busy machine does that); read apart (every count first), that name's
+// histogram held the latencies of the requests finished in those 400 ms but not their count, and
+// the controller refused the honest agent's second (the run ended degraded).
 func TestNameHistogramsMatchTheirCounts(t *testing.T) {
 	tg := testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) {})
 	c := compile(t, fmt.Sprintf(`{"name":"names","requests":[{"name":"a","url":"%[1]s/a"},{"name":"b","url":"%[1]s/b"}],
 		"load":{"executor":"constant-vus","vus":4,"duration":"3s"},"http":{"timeout":"2s"}}`, tg.URL))
 	defer engine.SetPanicHookForTest(func(point string, j int) {
-		if point == "names" {
-			time.Sleep(50 * time.Millisecond)
+		if point == "names" && j == 1 {
+			time.Sleep(400 * time.Millisecond)
 		}
 	})()
 	agents, weights := []string{"a", "b"}, []int{1, 1}
