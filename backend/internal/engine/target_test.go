@@ -158,10 +158,16 @@ func TestHostileMonitorsDoNotSlowTheRun(t *testing.T) {
 			t.Errorf("%+v", e)
 		}
 	}
-	shown := map[string]int{}
+	// A monitor's error is shown in the sample where it starts or its message changes, never
+	// again while it stays the same (the flood's may change between its two messages below).
+	shown, last := map[string]int{}, map[string]string{}
 	for _, s := range samples {
 		for _, e := range s.TargetErrors {
 			shown[e.Monitor]++
+			if e.Message == last[e.Monitor] {
+				t.Errorf("%s: %q shown again at %d", e.Monitor, e.Message, s.ElapsedS)
+			}
+			last[e.Monitor] = e.Message
 		}
 		if len(s.Target) > 0 {
 			t.Errorf("values from hostile monitors: %v", s.Target)
@@ -173,7 +179,7 @@ func TestHostileMonitorsDoNotSlowTheRun(t *testing.T) {
 		if !strings.HasPrefix(got[m], w) && (m != "flood" || !strings.HasPrefix(got[m], "timeout after 800ms")) {
 			t.Errorf("%s: error %q, want %q… (all: %+v)", m, got[m], w, sum.MonitorErrors)
 		}
-		if shown[m] != 1 {
+		if shown[m] < 1 || (m != "flood" && shown[m] != 1) {
 			t.Errorf("%s: shown in %d samples, want once", m, shown[m])
 		}
 	}
