@@ -68,6 +68,21 @@ describe('SeriesStore', () => {
     expect(rss).toEqual([null]);
   });
 
+  it('plots the rates of a second without a reading of its own (interval_s 0) as gaps', () => {
+    const s = new SeriesStore();
+    s.push(sample(1));
+    s.push(sample(2, { interval_s: 0, requests: 0, rps: 0, errors: 0, latency_ms: {}, status_codes: {} }));
+    s.push(sample(3, { interval_s: 2, requests: 600, rps: 300 }));
+    expect(s.data(['rps', 'errors', 'p95', 'vus'])).toEqual([
+      [1, 2, 3],
+      [100, null, 300],
+      [1, null, 1],
+      [2, null, 6],
+      [10, 10, 10],
+    ]);
+    expect(s.totalRequests).toBe(700);
+  });
+
   it('drops the oldest seconds beyond its capacity but keeps totals', () => {
     const s = new SeriesStore(8); // slack = 1
     for (let i = 1; i <= 20; i++) s.push(sample(i));
