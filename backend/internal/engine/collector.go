@@ -31,7 +31,7 @@ type collector struct {
 	lastTick          time.Time
 	lastActive        int64 // ActiveVUs of the previous sample
 	k                 int   // the last second emitted (its Sample.ElapsedS)
-	planned           int   // the second the final sample is numbered on schedule (lastSecond)
+	planned           int   // the final sample's second on schedule: the loop ticks 1 … planned−1
 	p95SoFar          float64
 	secs              []FinalSecond // the seconds so far (final.go)
 	boundCPU          float64
