@@ -115,6 +115,12 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 	}
 	if len(samples) > 0 {
 		first, last := samples[0], samples[len(samples)-1]
+		for _, s := range samples { // the first reading (a second before it, its collector late, has none)
+			if s.IntervalS > 0 {
+				first = s
+				break
+			}
+		}
 		start := time.UnixMilli(first.T).Add(-time.Duration(first.IntervalS * float64(time.Second)))
 		end := time.UnixMilli(last.T)
 		meta.StartedAt, meta.EndedAt = &start, &end

@@ -134,7 +134,10 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 //
 // The merged sample: counts (requests, successes, errors, interrupted, started and dropped iterations,
 // bytes, status codes, error kinds, protocols, WebSocket counts) and active VUs are the parts'
-// sums; RPS is the summed requests over the second's interval; the latency distribution and Hist
+// sums; RPS (and each name's, and the WebSocket message rates) is the sum of the parts' rates,
+// each part's count over its own interval (a part with interval 0, a second its collector passed
+// late, has none; the part after it spans that time: the rate of an agent that stalled is its
+// average over the stall, not its count over the others' second); the latency distribution and Hist
 // come from the parts' histograms added bucket for bucket, the mean from their exact sums;
 // P95SoFarMs and each name's P50/P95/P99 from every merged second so far added (exact);
 // generator-bound when any part was. T and IntervalS are the latest part's end and the longest
@@ -154,6 +157,7 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 	var sum uint64
 	sumOK := true
 	missing := 0
+	var rps, sent, received float64 // the parts' rates (rate)
 	for j, p := range parts {
 		if p == nil {
 			s.MissingAgents = append(s.MissingAgents, m.agent(j))
@@ -163,6 +167,11 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 		ps := &p.Sample
 		s.T = max(s.T, ps.T)
 		s.IntervalS = max(s.IntervalS, ps.IntervalS)
+		rps += rate(ps.Requests, ps.IntervalS)
+		if ps.WS != nil {
+			sent += rate(ps.WS.MessagesSent, ps.IntervalS)
+			received += rate(ps.WS.MessagesReceived, ps.IntervalS)
+		}
 		s.Requests += ps.Requests
 		s.Successes += ps.Successes
 		s.Errors += ps.Errors
@@ -204,12 +213,9 @@ func (m *Merger) Second(sec int, parts []*SecondPart) metrics.Sample {
 	if m.total > 0 {
 		s.MissingShare = float64(missing) / float64(m.total)
 	}
-	if s.IntervalS > 0 {
-		s.RPS = round1(float64(s.Requests) / s.IntervalS)
-		if s.WS != nil {
-			s.WS.MessagesSentRate = round1(float64(s.WS.MessagesSent) / s.IntervalS)
-			s.WS.MessagesReceivedRate = round1(float64(s.WS.MessagesReceived) / s.IntervalS)
-		}
+	s.RPS = round1(rps)
+	if s.WS != nil {
+		s.WS.MessagesSentRate, s.WS.MessagesReceivedRate = round1(sent), round1(received)
 	}
 	if !sumOK {
 		sum = 0 // the mean from the buckets
@@ -275,7 +281,7 @@ func (m *Merger) mergeNames(s *metrics.Sample, parts []*SecondPart) {
 			if _, done := s.ByName[name]; done {
 				continue
 			}
-			s.ByName[name] = m.nameRow(name, parts, p50, p95, p99, s.IntervalS)
+			s.ByName[name] = m.nameRow(name, parts, p50, p95, p99)
 		}
 	}
 }
@@ -293,15 +299,25 @@ func (m *Merger) name(name string, n int) *nameSoFar {
 	return st
 }
 
+// rate is n over interval seconds; 0 for an interval of 0 (a part with no reading of its own).
+func rate(n int64, interval float64) float64 {
+	if interval <= 0 {
+		return 0
+	}
+	return float64(n) / interval
+}
+
 // nameRow is one name's merged row of this second.
-func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interval float64) metrics.NameSample {
+func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99 float64) metrics.NameSample {
 	st := m.names[name]
 	var row metrics.NameSample
+	var rps float64
 	for _, p := range parts {
 		if p != nil {
 			ns := p.Sample.ByName[name]
 			row.Requests += ns.Requests
 			row.Errors += ns.Errors
+			rps += rate(ns.Requests, p.Sample.IntervalS)
 		}
 	}
 	for _, l := range st.latest {
@@ -309,9 +325,7 @@ func (m *Merger) nameRow(name string, parts []*SecondPart, p50, p95, p99, interv
 		row.ChecksFailed += l.ChecksFailed
 	}
 	row.Timing = blendTiming(st.latest, st.seen)
-	if interval > 0 {
-		row.RPS = round1(float64(row.Requests) / interval)
-	}
+	row.RPS = round1(rps)
 	switch {
 	case m.single:
 		row.P50, row.P95, row.P99 = p50, p95, p99

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -358,4 +359,31 @@ func benchMerge(b *testing.B, names int) {
 	// CPU time rather than wall time: the figure that holds on a shared machine
 	b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	b.ReportMetric(float64(len(big)), "part_bytes@100k_rps")
+}
+
+// An agent whose collector stalled sends the seconds it passed empty (interval_s 0) and then its
+// reading spanning them: the merged rate is the parts' rates added — the stalled agent's average
+// over its stall plus the others' second — not all the requests over the longest interval.
+func TestSecondRateAfterAStalledAgent(t *testing.T) {
+	c := compile(t, `{"name":"m","requests":[{"name":"r","url":"http://127.0.0.1:1/"}],
+		"load":{"executor":"constant-vus","vus":4,"duration":"4s"}}`)
+	m := NewMerger(c, []string{"a", "b"}, []int{1, 1})
+	lat := func(n int) []int64 { return slices.Repeat([]int64{1000}, n) }
+	empty := func(elapsed int) *SecondPart {
+		return viaJSON(t, NewSecondPart(metrics.Sample{T: int64(1000 * elapsed), ElapsedS: elapsed,
+			StatusCodes: map[string]int64{}, ErrorKinds: map[string]int64{}}))
+	}
+	stalled := part(t, 3, lat(300))
+	stalled.Sample.IntervalS = 3 // seconds 1 and 2 were empty: its reading spans 0 … 3 s
+	for sec, parts := range [][]*SecondPart{
+		{empty(1), part(t, 1, lat(100))},
+		{empty(2), part(t, 2, lat(100))},
+		{stalled, part(t, 3, lat(100))},
+	} {
+		s := m.Second(sec+1, parts)
+		want := []float64{100, 100, 200}[sec] // b's 100/s, plus a's 300 over 3 s in the third
+		if s.RPS != want || s.ByName["r"].RPS != want {
+			t.Errorf("second %d: %d requests over %.0f s: rps %v (name %v), want %v", sec+1, s.Requests, s.IntervalS, s.RPS, s.ByName["r"].RPS, want)
+		}
+	}
 }

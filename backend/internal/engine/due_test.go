@@ -26,22 +26,24 @@ type dueRun struct {
 	samples []metrics.Sample
 	start   time.Time
 	cut     time.Duration // the planned end, or the stop
+	iv      time.Duration // the collector's interval: a "second"
 }
 
 // runDue runs js on one engine with segment g, cancelled after stopAfter (0: not at all).
 func runDue(t *testing.T, js string, g seg.Segment, stopAfter time.Duration) *dueRun {
 	t.Helper()
-	r, err := startDue(mustPlan(t, js), g, stopAfter)
+	r, err := startDue(mustPlan(t, js), Options{Segment: g}, stopAfter)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// startDue is runDue for any goroutine.
-func startDue(p *plan.Plan, g seg.Segment, stopAfter time.Duration) (*dueRun, error) {
+// startDue is runDue for any goroutine, with options o (their OnSample is set).
+func startDue(p *plan.Plan, o Options, stopAfter time.Duration) (*dueRun, error) {
 	r := &dueRun{}
-	e, err := newEngine(p, Options{Segment: g, OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
+	o.OnSample = func(s metrics.Sample) { r.samples = append(r.samples, s) }
+	e, err := newEngine(p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -53,39 +55,38 @@ func startDue(p *plan.Plan, g seg.Segment, stopAfter time.Duration) (*dueRun, er
 	if r.sum, err = e.Run(ctx); err != nil {
 		return nil, err
 	}
-	r.start, r.cut = e.start, e.endAt
+	r.start, r.cut, r.iv = e.start, e.endAt, e.opts.Interval
 	if s := time.Duration(e.stopAt.Load()); s < r.cut {
 		r.cut = s
 	}
 	return r, nil
 }
 
-// windows returns the due-time window [from, to) each sample closes: up to its own second — or,
-// when the collector was late by more than a second and skipped ticks, up to the last second
-// that ended dropTolerance before the tick (collector.takeDue) — and up to the cut for the last.
+// windows returns the due-time window [from, to) each sample closes: its own second,
+// [(k−1)·interval, k·interval) for ElapsedS k, and up to the cut for the last one (none past the
+// cut).
 func (r *dueRun) windows() [][2]time.Duration {
 	var w [][2]time.Duration
-	var from time.Duration
 	for k, s := range r.samples {
-		tick := time.UnixMilli(s.T).Sub(r.start)
-		to := time.Duration(max(int64(k+1), int64((tick-dropTolerance)/time.Second))) * time.Second
+		from, to := min(time.Duration(s.ElapsedS-1)*r.iv, r.cut), min(time.Duration(s.ElapsedS)*r.iv, r.cut)
 		if k == len(r.samples)-1 {
 			to = r.cut
 		}
 		w = append(w, [2]time.Duration{from, to})
-		from = to
 	}
 	return w
 }
 
-// check compares each sample's started + dropped iterations with due(to) − due(from) for its
-// window, and the totals with the summary's; it returns the iterations started and dropped.
+// check checks that the samples are numbered 1, 2, 3, … (one per second, none skipped or
+// repeated, whatever the collector's delays), compares each sample's started + dropped iterations
+// with due(to) − due(from) for its window, and the totals with the summary's; it returns the
+// iterations started and dropped.
 func (r *dueRun) check(t *testing.T, name string, due func(time.Duration) int64) (started, dropped int64) {
 	t.Helper()
 	for k, w := range r.windows() {
 		s := r.samples[k]
-		if w[1]-w[0] > time.Second {
-			t.Logf("%s: sample %d closes %v … %v: the collector was late by more than a second", name, s.ElapsedS, w[0], w[1])
+		if s.ElapsedS != k+1 {
+			t.Errorf("%s: sample %d is second %d", name, k+1, s.ElapsedS)
 		}
 		want := due(w[1]) - due(w[0])
 		if got := s.StartedIterations + s.DroppedIterations; got != want {
@@ -134,6 +135,71 @@ func TestOpenModelCountsByDueSecond(t *testing.T) {
 	started, dropped := r.check(t, "constant", constantDue(2000))
 	r.reached(t, "constant", tg)
 	t.Logf("%d started, %d dropped; per second %v", started, dropped, dueCounts(r.samples))
+}
+
+// A collector held 2.5 intervals at its tick for second 3 (the test hook stalls it; intervals of
+// 200 ms, so a "second" is 200 ms and the schedule's 1000/s is 200 per second) still emits every
+// second, numbered 1, 2, 3, … with none skipped or repeated, each with exactly its own
+// iterations by due time. The seconds the stall passed before the tick's reading (3 and 4 at
+// least) measured nothing: no requests, interval 0. The reading, with every request of the
+// stall, is in the next sample, whose interval spans the time since the reading before.
+func TestStalledCollectorEmitsEverySecond(t *testing.T) {
+	const iv = 200 * time.Millisecond
+	hold := 5 * iv / 2
+	tg := fastTarget(t)
+	defer SetPanicHookForTest(func(point string, k int) {
+		if point == "collector" && k == 2 {
+			time.Sleep(hold) // the stall itself, not a wait for something
+		}
+	})()
+	r, err := startDue(mustPlan(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":1000,"duration":"2s","pre_allocated_vus":20,"max_vus":400},
+		"http":{"timeout":"2s"}}`, tg.URL)), Options{Interval: iv}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.check(t, "stalled", constantDue(1000))
+	r.reached(t, "stalled", tg)
+	t.Logf("per second %v", dueCounts(r.samples))
+	if len(r.samples) != 10 || r.sum.Seconds != 10 {
+		t.Fatalf("%d samples, %d seconds in the summary; want 10 (2 s of 200 ms)", len(r.samples), r.sum.Seconds)
+	}
+	var requests int64
+	prevT := r.start.UnixMilli() // the end of the reading before
+	for k, s := range r.samples {
+		requests += s.Requests
+		if s.IntervalS == 0 {
+			if s.Requests != 0 || s.RPS != 0 || s.Hist != "" || s.Latency.Max != 0 {
+				t.Errorf("second %d measured nothing but holds %d requests, rps %v, latency %+v", s.ElapsedS, s.Requests, s.RPS, s.Latency)
+			}
+			if want := r.start.Add(time.Duration(s.ElapsedS) * iv).UnixMilli(); s.T != want {
+				t.Errorf("second %d without a reading ends at %d, want its end %d", s.ElapsedS, s.T, want)
+			}
+			continue
+		}
+		// a reading covers the time since the one before: no gap, no overlap (T and interval_s in ms)
+		if d := s.T - prevT - int64(math.Round(s.IntervalS*1000)); d < -1 || d > 1 {
+			t.Errorf("second %d spans %.3f s but ends %d ms after the reading before", s.ElapsedS, s.IntervalS, s.T-prevT)
+		}
+		prevT = s.T
+		if k == 2 || k == 3 {
+			t.Errorf("second %d has a reading of its own (interval %.3f s): the stall held its tick", s.ElapsedS, s.IntervalS)
+		}
+	}
+	if requests != r.sum.Requests {
+		t.Errorf("the seconds hold %d requests, the summary %d", requests, r.sum.Requests)
+	}
+	// the first reading after the stall: at least the hold after the one before (at second 2)
+	var after *metrics.Sample
+	for k := 4; k < len(r.samples) && after == nil; k++ {
+		if r.samples[k].IntervalS > 0 {
+			after = &r.samples[k]
+		}
+	}
+	if after == nil || after.IntervalS < hold.Seconds() || after.Requests == 0 ||
+		math.Abs(after.RPS*after.IntervalS-float64(after.Requests)) > 1 { // interval_s to the ms
+		t.Errorf("the reading after the stall: %+v", after)
+	}
 }
 
 func dueCounts(samples []metrics.Sample) []string {
@@ -219,7 +285,7 @@ func TestSegmentsCountByDueSecond(t *testing.T) {
 	var wg sync.WaitGroup
 	for j := range weights {
 		p := mustPlan(t, js)
-		wg.Go(func() { runs[j], errs[j] = startDue(p, sq.Segment(j), 0) })
+		wg.Go(func() { runs[j], errs[j] = startDue(p, Options{Segment: sq.Segment(j)}, 0) })
 	}
 	wg.Wait()
 	for j, err := range errs {
@@ -341,7 +407,7 @@ func TestSetRateCountsByDueSecond(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.start, r.cut = e.start, min(e.endAt, time.Duration(e.stopAt.Load()))
+	r.start, r.cut, r.iv = e.start, min(e.endAt, time.Duration(e.stopAt.Load())), e.opts.Interval
 	stages := e.exec.(*arrival).cur().stages
 	t0 := stages[len(stages)-1].start // the change, in seconds since the start
 	n := func(d time.Duration) int64 {

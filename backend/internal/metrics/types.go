@@ -14,9 +14,9 @@ type ClientSample struct {
 
 // Sample is one second of a run: the unit of the live stream, the stored series and the charts.
 type Sample struct {
-	T                 int64            `json:"t"`         // end of the second, unix milliseconds
-	ElapsedS          int              `json:"elapsed_s"` // 1 for the first second
-	IntervalS         float64          `json:"interval_s"`
+	T                 int64            `json:"t"`          // end of the second, unix milliseconds
+	ElapsedS          int              `json:"elapsed_s"`  // 1 for the first second
+	IntervalS         float64          `json:"interval_s"` // the time the counts cover (s); 0: none of its own (docs/api.md)
 	Requests          int64            `json:"requests"`
 	RPS               float64          `json:"rps"`
 	Successes         int64            `json:"successes"`
@@ -81,9 +81,9 @@ type Sample struct {
 	NameHists map[string]string `json:"-"`
 	// StartedIterations is, for open models, the iterations due in this sample's seconds that
 	// started, counted by their scheduled (due) time, not by when they ran or finished: a sample
-	// covers the iterations due in [(k−1)·interval, k·interval) for its ElapsedS k (the seconds
-	// before too after a stalled collector skipped some, and up to the run's stop in the last
-	// sample). StartedIterations + DroppedIterations is then exactly the schedule's count for
+	// covers the iterations due in [(k−1)·interval, k·interval) for its ElapsedS k (up to the
+	// run's stop in the last sample; a stalled collector emits every second it passed, each with
+	// its own). StartedIterations + DroppedIterations is then exactly the schedule's count for
 	// those seconds, on one machine and summed over agents. 0 (absent) for closed models.
 	StartedIterations int64 `json:"started_iterations,omitempty"`
 }

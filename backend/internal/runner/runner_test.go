@@ -111,7 +111,7 @@ func TestSinksGetEverySecondInOrderAndASlowSinkDoesNotBlock(t *testing.T) {
 	<-rn.Done(7)
 	<-slow.finished
 	// Every sink sees the same seconds, 1, 2, … in order, covering the 3 s run (a collector tick
-	// delayed past the next folds two seconds into one sample, never loses one).
+	// delayed past the next emits the seconds it passed, interval_s 0, then its reading).
 	for _, s := range []*recSink{fast, slow} {
 		inOrder := len(s.seconds) > 0 && slices.Equal(s.seconds, fast.seconds)
 		for i, k := range s.seconds {

@@ -157,7 +157,9 @@ func (k *StoreSink) Sample(runID int64, s *runner.Sample) {
 		k.Log.Error("encode sample", "run", runID, "err", err)
 		return
 	}
-	elapsed := float64(s.ElapsedS-1) + s.IntervalS
+	// The run so far: up to this second (or a part of it). Not ElapsedS − 1 + IntervalS: after a
+	// stalled collector the reading's interval spans the seconds before it too.
+	elapsed := float64(s.ElapsedS-1) + min(s.IntervalS, 1)
 	p := store.Progress{DurationS: elapsed, Requests: k.requests, P95Ms: s.P95SoFarMs}
 	if elapsed > 0 {
 		p.RPS = float64(k.requests) / elapsed

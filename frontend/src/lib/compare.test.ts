@@ -56,6 +56,10 @@ describe('compare helpers', () => {
     // a second without any response has no latency: a gap, not 0 ms
     expect(alignSeries(series, [1, 2], PICKS.p95)[2]).toEqual([1, 1, null, null]);
     expect(alignSeries(undefined, [1], PICKS.tps)).toEqual([[], []]);
+    // a second without a reading of its own (interval_s 0): its rates are gaps
+    const stalled = { '1': [s(1, 10), { ...s(2, 0), interval_s: 0 }, { ...s(3, 20), interval_s: 2 }] };
+    expect(alignSeries(stalled, [1], PICKS.tps)[1]).toEqual([10, null, 20]);
+    expect(alignSeries(stalled, [1], PICKS.errors)[1]).toEqual([0, null, 0]);
   });
 
   it('prints values and deltas in the metric unit', () => {

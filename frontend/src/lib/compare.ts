@@ -66,14 +66,16 @@ export type Pick = (s: Sample) => number | null;
 
 const fin = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
+// A second the generator's collector passed late has no reading of its own (interval_s 0; the next
+// second's spans it): its rates are gaps, not 0.
 export const PICKS: Record<'tps' | 'p95' | 'p99' | 'errors' | 'cpu' | 'vus', Pick> = {
-  tps: (s) => fin(s.rps),
+  tps: (s) => (s.interval_s === 0 ? null : fin(s.rps)),
   p95: (s) => (hasLatencyData(s.latency_ms, s.status_codes) ? fin(s.latency_ms?.p95) : null),
   p99: (s) => (hasLatencyData(s.latency_ms, s.status_codes) ? fin(s.latency_ms?.p99) : null),
   errors: (s) => {
     const e = fin(s.errors);
     const dt = fin(s.interval_s);
-    return e === null ? null : dt && dt > 0 ? e / dt : e;
+    return e === null || dt === 0 ? null : dt && dt > 0 ? e / dt : e;
   },
   cpu: (s) => fin(s.client?.cpu_percent),
   vus: (s) => fin(s.active_vus),

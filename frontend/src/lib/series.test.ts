@@ -68,6 +68,22 @@ describe('SeriesStore', () => {
     expect(rss).toEqual([null]);
   });
 
+  it('plots the rates of a second without a reading of its own (interval_s 0) as gaps', () => {
+    const s = new SeriesStore();
+    const noLatency = { min: 0, mean: 0, p50: 0, p75: 0, p90: 0, p95: 0, p99: 0, p99_9: 0, max: 0 };
+    s.push(sample(1));
+    s.push(sample(2, { interval_s: 0, requests: 0, rps: 0, errors: 0, latency_ms: noLatency, status_codes: {} }));
+    s.push(sample(3, { interval_s: 2, requests: 600, rps: 300 }));
+    expect(s.data(['rps', 'errors', 'p95', 'vus'])).toEqual([
+      [1, 2, 3],
+      [100, null, 300],
+      [1, null, 1],
+      [2, null, 6],
+      [10, 10, 10],
+    ]);
+    expect(s.totalRequests).toBe(700);
+  });
+
   it('drops the oldest seconds beyond its capacity but keeps totals', () => {
     const s = new SeriesStore(8); // slack = 1
     for (let i = 1; i <= 20; i++) s.push(sample(i));

@@ -73,13 +73,16 @@ export class SeriesStore {
 
     // A second in which no response arrived (all requests failed before one) has no latency: a gap, not 0 ms.
     const lat = hasLatencyData(s.latency_ms, s.status_codes) ? s.latency_ms! : null;
+    // A second the generator's collector passed late has no reading of its own (interval_s 0; the
+    // next second's spans it): its rates are gaps, not 0.
+    const read = s.interval_s !== 0;
     const rss = num(s.client?.rss_bytes);
     this.x.push(x);
-    this.cols.rps.push(num(s.rps));
+    this.cols.rps.push(read ? num(s.rps) : null);
     this.cols.p50.push(lat ? num(lat.p50) : null);
     this.cols.p95.push(lat ? num(lat.p95) : null);
     this.cols.p99.push(lat ? num(lat.p99) : null);
-    this.cols.errors.push(num(s.errors));
+    this.cols.errors.push(read ? num(s.errors) : null);
     this.cols.dropped.push(num(s.dropped_iterations) ?? 0);
     this.cols.vus.push(num(s.active_vus));
     this.cols.cpu.push(num(s.client?.cpu_percent));
