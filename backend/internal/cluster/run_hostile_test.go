@@ -184,8 +184,12 @@ func TestSummaryHasALostAgentsSeconds(t *testing.T) {
 func TestImpossibleSecondsAreRefused(t *testing.T) {
 	e, a, b, h, res := startTwo(t, 24)
 	good := part(t, 1, []int64{100, 200})
-	over := *part(t, 2, []int64{100, 200})
-	over.Sample.Requests, over.Sample.Successes, over.Sample.ActiveVUs = 1, 1, 0 // two latencies of one request, no VU recording
+	many := make([]int64, 200)
+	for i := range many {
+		many[i] = int64(100 + i)
+	}
+	over := *part(t, 2, many)
+	over.Sample.Requests, over.Sample.Successes, over.Sample.ActiveVUs = 1, 1, 0 // 200 latencies of one request (at most 1×1.25 + 64), no VU recording
 	broken := *part(t, 3, []int64{100})
 	broken.Hist = "SGVsbG8=" // base64, not a histogram
 	bad := []*SecondPart{
