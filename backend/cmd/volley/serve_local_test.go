@@ -31,16 +31,7 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 			base := "http://" + startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
 			call := func(method, path, body string) (int, map[string]any) {
 				t.Helper()
-				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				var m map[string]any
-				_ = json.NewDecoder(res.Body).Decode(&m)
-				return res.StatusCode, m
+				return jsonCall(t, method, base+path, body)
 			}
 			st, p := call("POST", "/api/plans", fmt.Sprintf(`{"name":"p","think_time":"50ms","requests":[{"url":%q}],
 				"load":{"executor":"constant-vus","vus":2,"duration":"3s","graceful_stop":"2s"}}`, tg.URL))
@@ -79,4 +70,24 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonCall makes a request with a JSON body (Content-Type application/json) and the headers hdr
+// (name, value, …) and returns its status and decoded JSON answer (nil when it is none); a
+// request that fails ends the test.
+func jsonCall(t *testing.T, method, url, body string, hdr ...string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m
 }

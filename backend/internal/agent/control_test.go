@@ -158,21 +158,12 @@ func coordinated(t *testing.T, ids ...string) (*cluster.Coordinator, []cluster.A
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	nc, err := b.Controller("controller")
+	ctl, err := cluster.StartController(b, "1.2.3", nil, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	reg, err := cluster.Start(nc, "1.2.3", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-	co, err := cluster.NewCoordinator(nc, reg, quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(co.Close)
+	t.Cleanup(ctl.Close)
+	co, reg := ctl.Coordinator, ctl.Registry
 	for _, id := range ids {
 		runAgent(t, Config{ID: id, Version: "1.2.3", Weight: 1,
 			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(id, o...) }})
