@@ -314,3 +314,24 @@ volley_plan() {
       load: {executor: "constant-vus", vus: $vus, duration: $dur},
       http: ({timeout: "10s"} + $http)}' > "$file"
 }
+
+# bench_start NAME: what a comparison of configurations (onepath.sh, scale.sh) does before its
+# runs — the prerequisites and volley binary; OUT (RESULTS_DIR/NAME-STAMP/), CSV and MD; every
+# process started by PID (PIDS) stopped by the EXIT trap (pids_cleanup); nginx started and its
+# stub_status answering; the model's LOAD and OUT/plan.json: one request to URL under it.
+bench_start() {
+  bench_prereqs
+  ensure_volley
+  raise_nofile
+  OUT="$RESULTS_DIR/$1-$STAMP"
+  mkdir -p "$OUT"
+  CSV="$OUT.csv"
+  MD="$OUT.md"
+  trap pids_cleanup EXIT
+  trap 'exit 130' INT TERM
+  nginx_start
+  nginx_requests >/dev/null || { echo "nginx stub_status does not answer at $HOST:$PORT$NGINX_STATUS_PATH" >&2; exit 1; }
+  model_load
+  jq -n --arg name "$1" --arg url "$URL" --argjson load "$LOAD" \
+    '{name: $name, requests: [{url: $url}], load: $load, http: {timeout: "10s"}}' > "$OUT/plan.json"
+}

@@ -48,24 +48,8 @@ URL="http://$HOST:$PORT/index.html"
 API="http://$HOST:$SERVE_PORT/api"
 RUN_LIMIT=$((DURATION + 60))   # seconds a run may take before it is given up
 
-bench_prereqs
-ensure_volley
-raise_nofile
-OUT="$RESULTS_DIR/onepath-$STAMP"
-mkdir -p "$OUT"
-CSV="$OUT.csv"
-MD="$OUT.md"
-
-# Every process started here, by PID (PIDS); the EXIT trap stops what is still running.
-STOP_WAIT=30   # the server saves its run before it exits
-trap pids_cleanup EXIT
-trap 'exit 130' INT TERM
-nginx_start
-nginx_requests >/dev/null || { echo "nginx stub_status does not answer at $HOST:$PORT$NGINX_STATUS_PATH" >&2; exit 1; }
-
-model_load
-jq -n --arg url "$URL" --argjson load "$LOAD" \
-  '{name: "onepath", requests: [{url: $url}], load: $load, http: {timeout: "10s"}}' > "$OUT/plan.json"
+STOP_WAIT=30   # the server saves its run before it exits (pids_cleanup)
+bench_start onepath   # OUT, CSV, MD, nginx, LOAD and $OUT/plan.json (lib.sh)
 
 api() {  # api METHOD PATH [BODY]: the JSON answer on stdout
   local -a body=()

@@ -48,23 +48,7 @@ read -ra CONF <<<"$CONFIGS"
 URL="http://$HOST:$PORT/index.html"
 KILL_AFTER=$((DURATION + AGENTS_WAIT + 60))   # hard wall-clock bound per run
 
-bench_prereqs
-ensure_volley
-raise_nofile
-OUT="$RESULTS_DIR/scale-$STAMP"
-mkdir -p "$OUT"
-CSV="$OUT.csv"
-MD="$OUT.md"
-
-# Every process started here, by PID (PIDS); the EXIT trap stops what is still running.
-trap pids_cleanup EXIT
-trap 'exit 130' INT TERM
-nginx_start
-nginx_requests >/dev/null || { echo "nginx stub_status does not answer at $HOST:$PORT$NGINX_STATUS_PATH" >&2; exit 1; }
-
-model_load
-jq -n --arg url "$URL" --argjson load "$LOAD" \
-  '{name: "scale", requests: [{url: $url}], load: $load, http: {timeout: "10s"}}' > "$OUT/plan.json"
+bench_start scale   # OUT, CSV, MD, nginx, LOAD and $OUT/plan.json (lib.sh)
 
 # wait_line FILE REGEX SECONDS PID: until FILE has a line matching REGEX (0), PID exits or time runs out (1).
 wait_line() {

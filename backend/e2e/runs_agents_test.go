@@ -77,23 +77,16 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	nc, err := b.Controller("controller")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
 	f := &fleet{t: t, b: b, url: "nats://" + b.AgentsAddr(), token: b.JoinToken(), logs: &readyLog{vus: map[string]int64{}}}
 	if f.tok, err = bus.ParseToken(f.token); err != nil {
 		t.Fatal(err)
 	}
-	if f.reg, err = cluster.Start(nc, "e2e", nil); err != nil {
+	ctl, err := cluster.StartController(b, "e2e", nil, slog.New(f.logs))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(f.reg.Stop)
-	if f.co, err = cluster.NewCoordinator(nc, f.reg, slog.New(f.logs)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(f.co.Close)
+	t.Cleanup(ctl.Close)
+	f.reg, f.co = ctl.Registry, ctl.Coordinator
 	return f
 }
 

@@ -27,18 +27,7 @@ func TestServeRunsOverAgentsWiring(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "volley.db")
 		addr := startServe(t, db, opts)
 		base := "http://" + addr
-		post := func(path, body string) (int, map[string]any) {
-			req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			var m map[string]any
-			_ = json.NewDecoder(res.Body).Decode(&m)
-			return res.StatusCode, m
-		}
+		post := func(path, body string) (int, map[string]any) { return jsonCall(t, "POST", base+path, body) }
 		st, p := post("/api/plans", `{"name":"p","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"1s"}}`)
 		if st != 201 {
 			t.Fatalf("create plan: %d %v", st, p)

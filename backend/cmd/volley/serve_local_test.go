@@ -15,7 +15,8 @@ import (
 )
 
 // volley serve runs a single-machine run through its in-process agent (one code path, issue 14):
-// the coordinator's log names the agent "local"; live control changes its VUs; the run ends
+// the coordinator's log names the agent "local"; live control asked right after the start
+// changes its VUs; the run ends
 // finished with every request the target saw, its summary in a single machine's shape (no agents
 // count) with the change once. With --direct-engine the same run goes to the engine directly
 // (no coordinator) with the same answers.
@@ -30,16 +31,7 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 			base := "http://" + startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
 			call := func(method, path, body string) (int, map[string]any) {
 				t.Helper()
-				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				var m map[string]any
-				_ = json.NewDecoder(res.Body).Decode(&m)
-				return res.StatusCode, m
+				return jsonCall(t, method, base+path, body)
 			}
 			st, p := call("POST", "/api/plans", fmt.Sprintf(`{"name":"p","think_time":"50ms","requests":[{"url":%q}],
 				"load":{"executor":"constant-vus","vus":2,"duration":"3s","graceful_stop":"2s"}}`, tg.URL))
@@ -51,14 +43,9 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 				t.Fatalf("start: %d %v", st, r)
 			}
 			id := r["id"]
-			var ev map[string]any
-			for deadline := time.Now().Add(20 * time.Second); ; {
-				// The agent path answers 409 not_running until its engine has started.
-				if st, ev = call("POST", fmt.Sprintf("/api/runs/%v/control", id), `{"vus":3}`); st != 409 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			// Asked at once: both paths wait (≤ 1 s) for the run that is starting to take it
+			// (engine.SetVUs; runner.DriveStartWait for the agent's).
+			st, ev := call("POST", fmt.Sprintf("/api/runs/%v/control", id), `{"vus":3}`)
 			if st != 200 || ev["kind"] != "vus" || ev["from"] != 2.0 || ev["to"] != 3.0 {
 				t.Fatalf("control: %d %v", st, ev)
 			}
@@ -83,4 +70,24 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jsonCall makes a request with a JSON body (Content-Type application/json) and the headers hdr
+// (name, value, …) and returns its status and decoded JSON answer (nil when it is none); a
+// request that fails ends the test.
+func jsonCall(t *testing.T, method, url, body string, hdr ...string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m
 }

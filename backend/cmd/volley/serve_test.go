@@ -250,18 +250,9 @@ func TestLongAnswersOutliveWriteTimeout(t *testing.T) {
 	runFor := (timeout * 3).Round(time.Second)
 	plan := fmt.Sprintf(`{"name":"ws","requests":[{"url":"http://%s/"}],"load":{"executor":"constant-vus","vus":1,"duration":"%s"}}`, tln.Addr(), runFor)
 	post := func(path, body string) map[string]any {
-		req, _ := http.NewRequest("POST", self+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Origin", self)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&m)
-		if res.StatusCode != 201 {
-			t.Fatalf("POST %s: %d %v", path, res.StatusCode, m)
+		st, m := jsonCall(t, "POST", self+path, body, "Origin", self)
+		if st != 201 {
+			t.Fatalf("POST %s: %d %v", path, st, m)
 		}
 		return m
 	}

@@ -42,8 +42,9 @@ const (
 // A variable for tests only.
 var PrepareTTL = 30 * time.Second
 
-// testPoint is called at named points of a run ("run": just before the engine starts); tests set
-// it (before the agent starts) to panic there.
+// testPoint is called at named points of a run ("prepare": a valid Prepare, before the run's
+// engine and control subject; "run": just before the engine starts); tests set it (before the
+// agent starts) to panic or wait there.
 var testPoint = func(where string, run int64) {}
 
 // worker is an agent's run side: it answers Prepare, follows its run's control subject, runs the
@@ -244,6 +245,7 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 	if err := plan.CheckTargets(c.Plan, policy); err != nil {
 		return w.refusal(fmt.Errorf("the plan aims at a denied target: %w", err))
 	}
+	testPoint("prepare", p.Run)
 	rs := &runState{id: p.Run, controller: p.Controller, fenceAfter: time.Duration(p.FenceAfterMs) * time.Millisecond}
 	if rs.fenceAfter <= 0 {
 		rs.fenceAfter = cluster.DefaultFenceAfter
@@ -286,8 +288,8 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 		ClockOffsetMs: float64(offset) / float64(time.Millisecond), RTTMs: float64(rtt) / float64(time.Millisecond)}
 }
 
-// busyWith returns the run that makes the agent refuse p (nil: none). A Prepare for the run the
-// agent has prepared but not started (the controller asking again) replaces it.
+// busyWith returns the run that makes the agent refuse p (nil: none). A Prepare from the
+// controller of the run the agent has prepared but not started replaces it (replaceable).
 func (w *worker) busyWith(p cluster.Prepare) *runState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -297,9 +299,14 @@ func (w *worker) busyWith(p cluster.Prepare) *runState {
 	return nil
 }
 
-// replaceable is the current run if p may replace it (same run and controller, not started).
+// replaceable is the current run if p may replace it: not started and prepared by p's
+// controller, for p's run (the controller asking again) or another one. A controller prepares
+// an agent for one run at a time (cluster.Coordinator claims it), so its Prepare for another run
+// says it gave the prepared one up: a stop it sent while the agent was still preparing, before
+// the agent followed the run's control subject, was missed, and the agent must not refuse the
+// controller's next run as busy until PrepareTTL drops it.
 func (w *worker) replaceable(p cluster.Prepare) *runState {
-	if c := w.cur; c != nil && c.id == p.Run && c.controller == p.Controller && !c.started {
+	if c := w.cur; c != nil && c.controller == p.Controller && !c.started {
 		return c
 	}
 	return nil

@@ -62,7 +62,13 @@ const testController = "ctl-test"
 // prepare sends Prepare for run to agent id and returns its Ready.
 func (r *runCtl) prepare(t *testing.T, id string, run int64, planJSON string, w segment.Wire, fenceAfter time.Duration) cluster.Ready {
 	t.Helper()
-	b, _ := json.Marshal(cluster.Prepare{Run: run, Controller: testController, Plan: json.RawMessage(planJSON), Segment: w,
+	return r.prepareFrom(t, testController, id, run, planJSON, w, fenceAfter)
+}
+
+// prepareFrom is prepare with the Prepare's controller id.
+func (r *runCtl) prepareFrom(t *testing.T, controller, id string, run int64, planJSON string, w segment.Wire, fenceAfter time.Duration) cluster.Ready {
+	t.Helper()
+	b, _ := json.Marshal(cluster.Prepare{Run: run, Controller: controller, Plan: json.RawMessage(planJSON), Segment: w,
 		Agents: []string{id}, FenceAfterMs: fenceAfter.Milliseconds()})
 	var m *nats.Msg
 	var err error
@@ -236,8 +242,8 @@ func TestPrepareStartSnapshots(t *testing.T) {
 	waitList(t, r.controller, "running with its run", func(l []cluster.Agent) bool {
 		return len(l) == 1 && l[0].State == "running" && l[0].Run == 7
 	})
-	// A second Prepare meanwhile is refused: the agent is busy.
-	if busy := r.prepare(t, "gen-1", 8, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); busy.OK || !strings.Contains(busy.Error, "busy with run 7") {
+	// Another controller's Prepare meanwhile is refused: the agent is busy.
+	if busy := r.prepareFrom(t, "ctl-other", "gen-1", 8, closedPlan(tg.URL, 1, time.Second), segment.Wire{Weights: []int{1}}, 0); busy.OK || !strings.Contains(busy.Error, "busy with run 7") {
 		t.Fatalf("second prepare: %+v", busy)
 	}
 	startAt := time.Now().Add(500 * time.Millisecond).UnixNano()
@@ -538,7 +544,8 @@ func TestLateAckFences(t *testing.T) {
 }
 
 // A prepared run that gets no start within PrepareTTL is dropped: the agent is idle, a late start
-// is ignored, and it takes the next Prepare.
+// is ignored, and it takes the next Prepare — another controller's, refused as busy until then (its
+// own controller's next run would replace it at once: TestStopWhilePreparingFreesTheAgent).
 func TestPreparedRunDropped(t *testing.T) {
 	PrepareTTL = time.Second // before the agent starts; restored after it ends
 	t.Cleanup(func() { PrepareTTL = 30 * time.Second })
@@ -548,11 +555,11 @@ func TestPreparedRunDropped(t *testing.T) {
 	prepared := time.Now()
 	r.mustPrepare(t, "gen-1", 41, closedPlan(tg.URL, 1, time.Second), 0, "ready %+v")
 	plan42 := closedPlan(tg.URL, 1, time.Second)
-	if ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0); ready.OK {
+	if ready := r.prepareFrom(t, "ctl-other", "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0); ready.OK {
 		t.Fatal("a second run was prepared beside the first")
 	}
 	for {
-		ready := r.prepare(t, "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0)
+		ready := r.prepareFrom(t, "ctl-other", "gen-1", 42, plan42, segment.Wire{Weights: []int{1}}, 0)
 		if ready.OK {
 			break
 		}

@@ -25,7 +25,8 @@ type controlBody struct {
 // controlRun changes a running test's VUs or rate (live control): 200 with the RunEvent recorded;
 // 400 (field errors on vus or rate), 404 (no such run), 409 (not running, its executor has no
 // such control, control_unsupported: a run over agents on a server that cannot steer them, or
-// agents_refused: an agent of a run over agents did not apply the change). Audited as run.control
+// agents_refused: an agent of a run over agents did not apply the change; when others did, the
+// body's error carries the event recorded and those agents). Audited as run.control
 // when the run's load changed: applied, or applied by some agents of a run over agents.
 func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	id, err := idParam(c)
@@ -68,10 +69,12 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
 		return 0, nil, errf(http.StatusConflict, "not_controllable", "%s", err.Error())
 	case errors.As(err, &ce):
+		e := errf(http.StatusConflict, "agents_refused", "%s", err.Error())
 		if len(ce.Applied) > 0 { // the run's load changed on those agents: the change is recorded
 			s.auditControl(c, id, ev)
+			e.Event, e.Applied = &ev, ce.Applied
 		}
-		return 0, nil, errf(http.StatusConflict, "agents_refused", "%s", err.Error())
+		return 0, nil, e
 	case err != nil:
 		return 0, nil, err
 	}

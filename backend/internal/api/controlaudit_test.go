@@ -15,7 +15,8 @@ import (
 
 // A change of a run over agents that some agents applied and another did not answers 409
 // agents_refused, yet it changed the run's load (the coordinator recorded it): it is audited as
-// run.control, as an applied change is; a change no agent applied is not.
+// run.control, as an applied change is, and its answer carries the event and the agents that
+// applied it; a change no agent applied is not audited and carries neither.
 func TestPartlyAppliedControlIsAudited(t *testing.T) {
 	fc := &fakeCluster{handed: make(chan struct{}), stopped: make(chan struct{})}
 	var svc *auth.Service
@@ -40,10 +41,18 @@ func TestPartlyAppliedControlIsAudited(t *testing.T) {
 	control := fmt.Sprintf("/api/runs/%d/control", id)
 	answers <- &cluster.ControlError{Agent: "gen-b", Reason: "agent gen-b: it did not answer within 5s", Applied: []string{"gen-a"}}
 	answers <- &cluster.ControlError{Agent: "gen-a", Reason: "agent gen-a: it is not connected"}
-	for _, body := range []string{`{"vus":4}`, `{"vus":5}`} {
+	for i, body := range []string{`{"vus":4}`, `{"vus":5}`} {
 		status, m := s.app.do("POST", control, body)
-		if e, _ := m["error"].(map[string]any); status != 409 || e["code"] != "agents_refused" {
+		e, _ := m["error"].(map[string]any)
+		if status != 409 || e["code"] != "agents_refused" {
 			t.Errorf("%s: %d %v, want 409 agents_refused", body, status, m)
+		}
+		// The answer says what changed: the event recorded and the agents that applied it.
+		ev, _ := e["event"].(map[string]any)
+		if got := fmt.Sprintf("%v %v %v %v", ev["kind"], ev["from"], ev["to"], e["applied"]); i == 0 && got != "vus 2 4 [gen-a]" {
+			t.Errorf("%s: event and applied %q, want \"vus 2 4 [gen-a]\" (%v)", body, got, m)
+		} else if i == 1 && (e["event"] != nil || e["applied"] != nil) {
+			t.Errorf("%s: no agent applied it, yet %v", body, m)
 		}
 	}
 	if status, m := s.app.do("POST", fmt.Sprintf("/api/runs/%d/stop", id), ""); status != 202 {

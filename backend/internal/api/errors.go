@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
 	"github.com/volley-load/volley/backend/internal/runner"
 	"github.com/volley-load/volley/backend/internal/store"
@@ -22,6 +23,11 @@ type Error struct {
 	Message   string            `json:"message"`
 	Fields    map[string]string `json:"fields,omitempty"`
 	RequestID string            `json:"request_id,omitempty"` // the answer's X-Request-Id (requestid.go)
+	// Event and Applied: a live change that some agents of a run over agents applied and others
+	// did not (409 agents_refused) — the change as recorded (the run's load did change) and the
+	// agents that applied it. Absent otherwise.
+	Event   *metrics.RunEvent `json:"event,omitempty"`
+	Applied []string          `json:"applied,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -7,6 +7,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -220,4 +221,43 @@ func (r *Registry) Seen(id string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return a.LastSeen, true
+}
+
+// Controller is a controller's side on a broker: its connection, the registry and the
+// coordinator on it (StartController).
+type Controller struct {
+	Conn        *nats.Conn
+	Registry    *Registry
+	Coordinator *Coordinator
+}
+
+// StartController connects to broker b as the controller (b.Controller("controller")) and starts
+// the registry (Start with version and now) and the coordinator (NewCoordinator with log and
+// opts) on that connection. Errors: the connection's, Start's, NewCoordinator's (nothing is left
+// running then).
+func StartController(b *bus.Bus, version string, now func() time.Time, log *slog.Logger, opts ...CoordinatorOption) (*Controller, error) {
+	c := &Controller{}
+	var err error
+	if c.Conn, err = b.Controller("controller"); err != nil {
+		return nil, err
+	}
+	if c.Registry, err = Start(c.Conn, version, now); err == nil {
+		c.Coordinator, err = NewCoordinator(c.Conn, c.Registry, log, opts...)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the coordinator and the registry and closes the connection.
+func (c *Controller) Close() {
+	if c.Coordinator != nil {
+		c.Coordinator.Close()
+	}
+	if c.Registry != nil {
+		c.Registry.Stop()
+	}
+	c.Conn.Close()
 }

@@ -335,7 +335,11 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 		if err != nil {
 			why = err.Error()
 		}
-		r.control(Control{Kind: ControlStop, Reason: why})
+		// An agent still preparing (its answer given up on: the run stopped, another agent
+		// refused, a timeout) follows the run's control subject only at the end of its Prepare:
+		// the stop is said again for PrepareTimeout, so that it does not stay prepared, shown
+		// running, until agent.PrepareTTL.
+		r.repeatStop(Control{Kind: ControlStop, Reason: why}, PrepareTimeout)
 		if ctx.Err() != nil { // stopped while preparing: nothing was sent
 			return r.notStarted()
 		}
@@ -458,15 +462,21 @@ func (c *Coordinator) Abandon(runID int64, controller, reason string) {
 		return
 	}
 	r := &run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}
-	stop := Control{Kind: ControlStop, Reason: reason}
-	r.control(stop)
 	c.log.Warn("the agents of a run that cannot be taken over are told to stop", "run", runID, "controller", controller, "why", reason)
+	r.repeatStop(Control{Kind: ControlStop, Reason: reason}, ResumeGrace)
+}
+
+// repeatStop broadcasts stop now and again every StopRepeat for d, in the background (until the
+// connection closes): an agent not following the run's control subject yet (reconnecting,
+// still preparing) gets it when it does.
+func (r *run) repeatStop(stop Control, d time.Duration) {
+	r.control(stop)
 	go func() {
 		t := time.NewTicker(StopRepeat)
 		defer t.Stop()
-		for range int(ResumeGrace / StopRepeat) {
+		for range int(d / StopRepeat) {
 			<-t.C
-			if c.conn.IsClosed() {
+			if r.c.conn.IsClosed() {
 				return
 			}
 			r.control(stop)

@@ -72,20 +72,13 @@ func newEnvOn(t *testing.T, storeDir string, clk *testutil.Clock) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	nc, err := b.Controller("controller")
+	e := &env{t: t, b: b, clk: clk, ticks: make(chan struct{}, 1), logs: &recLog{}}
+	ctl, err := StartController(b, "1.2.3", e.clk.Now, slog.New(e.logs), FileStore(storeDir != ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	e := &env{t: t, b: b, clk: clk, ticks: make(chan struct{}, 1), logs: &recLog{}}
-	if e.reg, err = Start(nc, "1.2.3", e.clk.Now); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.reg.Stop)
-	if e.co, err = NewCoordinator(nc, e.reg, slog.New(e.logs), FileStore(storeDir != "")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.co.Close)
+	t.Cleanup(ctl.Close)
+	e.reg, e.co = ctl.Registry, ctl.Coordinator
 	e.taken = map[string]bool{}
 	e.co.takeHook = func(agent string, s *Snapshot) {
 		k := fmt.Sprint(s.Second)

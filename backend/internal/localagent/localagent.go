@@ -46,7 +46,7 @@ type Config struct {
 // run at a time (the agent refuses a second: "busy with run N").
 type Local struct {
 	b      *bus.Bus
-	nc     *nats.Conn
+	ctl    *cluster.Controller // its connection, registry and coordinator
 	reg    *cluster.Registry
 	co     *cluster.Coordinator
 	agent  cluster.Agent // as the registry lists it
@@ -75,15 +75,10 @@ func (l *Local) start(cfg Config) (err error) {
 	if l.b, err = bus.Start(bus.Config{}); err != nil {
 		return err
 	}
-	if l.nc, err = l.b.Controller("controller"); err != nil {
+	if l.ctl, err = cluster.StartController(l.b, cfg.Version, nil, log); err != nil {
 		return err
 	}
-	if l.reg, err = cluster.Start(l.nc, cfg.Version, nil); err != nil {
-		return err
-	}
-	if l.co, err = cluster.NewCoordinator(l.nc, l.reg, log); err != nil {
-		return err
-	}
+	l.reg, l.co = l.ctl.Registry, l.ctl.Coordinator
 	ctx, stop := context.WithCancel(context.Background())
 	l.stop = stop
 	b := l.b
@@ -162,14 +157,8 @@ func (l *Local) Close() {
 		case <-time.After(closeWait):
 		}
 	}
-	if l.co != nil {
-		l.co.Close()
-	}
-	if l.reg != nil {
-		l.reg.Stop()
-	}
-	if l.nc != nil {
-		l.nc.Close()
+	if l.ctl != nil {
+		l.ctl.Close()
 	}
 	if l.b != nil {
 		l.b.Close()

@@ -266,7 +266,7 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 	}
 
 	// Nothing of the ended runs stays in the snapshot stream.
-	js, err := l.nc.JetStream()
+	js, err := l.ctl.Conn.JetStream()
 	if err != nil {
 		t.Fatal(err)
 	}

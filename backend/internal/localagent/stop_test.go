@@ -100,7 +100,7 @@ func TestLocalAgentNeverFences(t *testing.T) {
 	tg, l := okTarget(t), startLocal(t)
 	c := iterations(t, tg, 1)
 	prepared := make(chan cluster.Prepare, 1)
-	sub, err := l.nc.Subscribe(cluster.PrepareSubject(ID), func(m *nats.Msg) { // a copy of the request
+	sub, err := l.ctl.Conn.Subscribe(cluster.PrepareSubject(ID), func(m *nats.Msg) { // a copy of the request
 		var p cluster.Prepare
 		_ = json.Unmarshal(m.Data, &p)
 		prepared <- p
@@ -109,7 +109,7 @@ func TestLocalAgentNeverFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	if err := l.nc.Flush(); err != nil {
+	if err := l.ctl.Conn.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := l.Run(context.Background(), 1, c, func(metrics.Sample) {}); err != nil || sum.Requests != 1 {

@@ -3,6 +3,8 @@ package runner
 import (
 	"errors"
 	"math"
+	"sync/atomic"
+	"time"
 
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
@@ -40,7 +42,8 @@ func (r *Runner) SetDriveControl(f DriveControl) {
 }
 
 // Control changes the load of active run id from now to its end (engine.SetVUs, SetRate; a
-// driven run's DriveControl) and returns the change as recorded. check, when not nil, is given
+// driven run's DriveControl — asked again for up to DriveStartWait while the run is starting) and
+// returns the change as recorded. check, when not nil, is given
 // the plan as the change makes it —
 // the run's plan with its load replaced by a constant-vus load of ch.VUs VUs, or a
 // constant-arrival-rate load at ch.Rate with the same time_unit and VU pool, each as long as the
@@ -59,7 +62,7 @@ func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (met
 		r.mu.Unlock()
 		return metrics.RunEvent{}, ErrNotRunning
 	}
-	eng, steer, p := a.eng, r.steer, a.plan
+	eng, steer, p, sampled := a.eng, r.steer, a.plan, a.sampled
 	r.mu.Unlock()
 	if eng != nil {
 		p = eng.Plan()
@@ -75,7 +78,7 @@ func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (met
 	var err error
 	switch {
 	case eng == nil:
-		ev, err = steer(id, ch)
+		ev, err = steerStarting(steer, id, ch, sampled)
 	case ch.VUs != nil:
 		ev, err = eng.SetVUs(*ch.VUs, ch.By)
 	default:
@@ -85,6 +88,30 @@ func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (met
 		return ev, ErrNotRunning
 	}
 	return ev, err
+}
+
+// DriveStartWait bounds how long Control waits for a driven run that is starting (its drive has
+// handed no second yet) to take a change, as an engine's SetVUs waits for its run to launch
+// (engine.SetVUs: up to 1 s): a run over agents is not running for them until the coordinator has
+// prepared them, broadcast the start and their engines have launched, so a change asked in the
+// run's first milliseconds is asked again, every driveRetry, while the answer is not running.
+const DriveStartWait = time.Second
+
+const driveRetry = 10 * time.Millisecond
+
+// steerStarting is steer(id, ch), asked again while it answers engine.ErrNotRunning, the drive
+// has handed no second (sampled; nil: none yet) and DriveStartWait has not passed; then its
+// answer as it is. A change some agents applied is not "not running" (cluster.ControlError): it
+// is never asked again.
+func steerStarting(steer DriveControl, id int64, ch Change, sampled *atomic.Bool) (metrics.RunEvent, error) {
+	deadline := time.Now().Add(DriveStartWait)
+	for {
+		ev, err := steer(id, ch)
+		if !errors.Is(err, engine.ErrNotRunning) || (sampled != nil && sampled.Load()) || time.Now().Add(driveRetry).After(deadline) {
+			return ev, err
+		}
+		time.Sleep(driveRetry)
+	}
 }
 
 // changedPlan is p with its load as ch makes it (Control).

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/engine"
@@ -117,6 +118,7 @@ type active struct {
 	eng     *engine.Engine // for Control (control.go); nil for a driven run
 	driven  bool           // StartDriven: live control through r.steer
 	plan    *plan.Plan     // a driven run's plan (Control's check)
+	sampled *atomic.Bool   // a driven run's drive has handed a second (Control's start wait)
 }
 
 // fail ends the run as failed with err (a sink's panic; the first failure wins), as Fail does.
@@ -180,7 +182,9 @@ func (r *Runner) StartDriven(c *plan.Compiled, create func(started time.Time) (i
 	// late call is dropped and logged.
 	var smu sync.Mutex
 	returned := false
+	sampled := new(atomic.Bool)
 	onSample := func(s metrics.Sample) {
+		sampled.Store(true)
 		smu.Lock()
 		defer smu.Unlock()
 		if returned {
@@ -198,7 +202,7 @@ func (r *Runner) StartDriven(c *plan.Compiled, create func(started time.Time) (i
 		return r.runDrive(ctx, drive, id, onSample)
 	})
 	if err == nil && r.active != nil && r.active.id == runID { // r.mu is held: the run is still this one
-		r.active.plan = c.Plan
+		r.active.plan, r.active.sampled = c.Plan, sampled
 	}
 	return runID, err
 }
