@@ -563,13 +563,30 @@ func (w *worker) spoolFinal(rs *runState, sum *metrics.Summary, runErr error) {
 	w.log.Info("run ended", "run", rs.id, "fenced", snap.Fenced, "err", snap.Error)
 }
 
+// spoolSnap spools snap. A final has a stand-in: the same final failed, naming why, sent when
+// it cannot be encoded or the broker refuses it as too large (spooled.tooBig).
 func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
 	b, err := json.Marshal(snap)
+	var standIn []byte
+	if final {
+		size := fmt.Sprintf("%d bytes", len(b))
+		if err != nil {
+			size = err.Error()
+		}
+		fail := cluster.Snapshot{Run: snap.Run, Agent: snap.Agent, Second: snap.Second, StartedUnixNano: snap.StartedUnixNano,
+			Fenced: snap.Fenced, Final: &cluster.FinalPart{},
+			Error: fmt.Sprintf("agent %s: its final message could not be sent (%s; the broker takes at most %d)", w.id, size, bus.MaxPayload)}
+		standIn, _ = json.Marshal(fail)
+		if err != nil {
+			w.log.Error("cannot encode the final snapshot; sending its failure instead", "run", snap.Run, "err", err)
+			b, err = standIn, nil
+		}
+	}
 	if err != nil {
 		w.log.Error("cannot encode a snapshot", "run", snap.Run, "second", snap.Second, "err", err)
 		return
 	}
-	m := spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b}
+	m := spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b, tooBig: standIn}
 	if w.sp.push(m) {
 		w.log.Warn("snapshot spool full: the oldest second was dropped", "spool", SpoolSeconds)
 	}

@@ -27,6 +27,10 @@ const (
 type spooled struct {
 	subject, msgID string
 	data           []byte
+	// tooBig is published in data's place when the broker refuses data as larger than it takes
+	// (a final's failed stand-in: the controller then loses the agent at once, naming why,
+	// instead of waiting for its final until the run's end); nil: data is dropped.
+	tooBig []byte
 }
 
 // spool is the agent's bounded FIFO of snapshots not yet acknowledged. push never blocks (the
@@ -77,6 +81,15 @@ func (s *spool) pop(m spooled) {
 	s.mu.Unlock()
 }
 
+// standIn puts m's tooBig in place of its data if m is still the head.
+func (s *spool) standIn(m spooled) {
+	s.mu.Lock()
+	if len(s.q) > 0 && s.q[0].msgID == m.msgID {
+		s.q[0].data, s.q[0].tooBig = m.tooBig, nil
+	}
+	s.mu.Unlock()
+}
+
 func (s *spool) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,6 +119,10 @@ func (w *worker) publish(ctx context.Context) {
 		case err == nil:
 			w.acked()
 			w.sp.pop(m)
+			continue
+		case errors.Is(err, nats.ErrMaxPayload) && m.tooBig != nil:
+			w.log.Error("final snapshot larger than the broker takes; sending its failure instead", "msg_id", m.msgID, "bytes", len(m.data))
+			w.sp.standIn(m)
 			continue
 		case errors.Is(err, nats.ErrMaxPayload):
 			w.log.Error("snapshot larger than the broker takes; dropped", "msg_id", m.msgID, "bytes", len(m.data))

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -63,6 +64,82 @@ func NewFinalPart(e *engine.Engine, sum *metrics.Summary) *FinalPart {
 		p.Hist = sum.Hist
 	}
 	return p
+}
+
+// finalWire is a FinalPart's JSON. Its check results travel once, as [request, check, passes,
+// fails] rows whose names are indexes into CheckNames (each distinct name once), instead of in
+// State.Checks and again in Summary.Checks, each naming its request: a plan's request name (up
+// to 1000 bytes) is repeated for each of its checks (up to 50), and 326 requests × 50 checks of
+// a 1 MiB plan made a 34 MB final, which the broker refuses (bus.MaxPayload, 8 MiB). Rows are
+// 4 numbers, names at most the plan's own text. A final without rows (an older agent's) is read as it is.
+type finalWire struct {
+	Summary *metrics.Summary `json:"summary"`
+	Hist    string           `json:"hist"`
+	State   *engine.Final    `json:"state"`
+	// Checks are State.Checks (and Summary.Checks, when they are the same list) as rows.
+	Checks     [][4]int64 `json:"check_rows,omitempty"`
+	CheckNames []string   `json:"check_names,omitempty"`
+	// SummaryChecks says Summary.Checks are the rows too (else Summary carries its own).
+	SummaryChecks bool `json:"summary_checks,omitempty"`
+}
+
+// MarshalJSON writes p with its check results as rows (finalWire).
+func (p FinalPart) MarshalJSON() ([]byte, error) {
+	w := finalWire{Summary: p.Summary, Hist: p.Hist, State: p.State}
+	if p.State != nil && len(p.State.Checks) > 0 {
+		index := map[string]int64{}
+		name := func(s string) int64 {
+			i, ok := index[s]
+			if !ok {
+				i = int64(len(w.CheckNames))
+				index[s] = i
+				w.CheckNames = append(w.CheckNames, s)
+			}
+			return i
+		}
+		w.Checks = make([][4]int64, len(p.State.Checks))
+		for i, c := range p.State.Checks {
+			w.Checks[i] = [4]int64{name(c.Request), name(c.Check), c.Passes, c.Fails}
+		}
+		st := *p.State
+		st.Checks = nil
+		w.State = &st
+		if p.Summary != nil && slices.Equal(p.Summary.Checks, p.State.Checks) {
+			sum := *p.Summary
+			sum.Checks = nil
+			w.Summary, w.SummaryChecks = &sum, true
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads finalWire. Errors: a row naming no name of CheckNames, rows without a
+// state, or a state that has check results of its own beside rows.
+func (p *FinalPart) UnmarshalJSON(data []byte) error {
+	var w finalWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*p = FinalPart{Summary: w.Summary, Hist: w.Hist, State: w.State}
+	if len(w.Checks) == 0 {
+		return nil
+	}
+	if w.State == nil || len(w.State.Checks) > 0 {
+		return errors.New("cluster: a final's check rows need a state without check results")
+	}
+	checks := make([]metrics.CheckResult, len(w.Checks))
+	n := int64(len(w.CheckNames))
+	for i, r := range w.Checks {
+		if r[0] < 0 || r[0] >= n || r[1] < 0 || r[1] >= n {
+			return fmt.Errorf("cluster: a final's check row %d names no name of its %d", i, n)
+		}
+		checks[i] = metrics.CheckResult{Request: w.CheckNames[r[0]], Check: w.CheckNames[r[1]], Passes: r[2], Fails: r[3]}
+	}
+	p.State.Checks = checks
+	if w.SummaryChecks && p.Summary != nil {
+		p.Summary.Checks = slices.Clone(checks)
+	}
+	return nil
 }
 
 // Merger merges a run's agents' seconds and summaries exactly: counts summed, histograms merged

@@ -268,15 +268,18 @@ func (a *arrival) cur() *schedule {
 	return &a.sched
 }
 
-// due is when iteration i is due on sc; once the rate has been set, an iteration beyond the
-// schedule is due at the run's end (never), in case a later change brings it forward; ok is
-// false when it never is and the VU may end.
+// due is when iteration i is due on sc; an iteration beyond the schedule is due at the run's end
+// (never), in case a change (SetRate, which an open model takes at any moment of its run) brings
+// it forward — as a closed model's VU beyond its profile waits for SetVUs (nextActive). The VU
+// holding it parks; ok is always true (a VU that ended here took its claimed iteration with it:
+// a later SetRate's iterations of those numbers were neither sent nor dropped, and the pool,
+// which counts the VUs spawned, stayed short of them). The VU ends at the run's end (loop).
 func (a *arrival) due(sc *schedule, i int64) (time.Duration, bool) {
 	off, ok := sc.at(i)
 	if ok && off < a.e.endAt {
 		return off, true
 	}
-	return a.e.endAt, a.override.Load() != nil
+	return a.e.endAt, true
 }
 
 // wakeupCap bounds the precise wakeups' gap once the rate has been set, so that a change to a

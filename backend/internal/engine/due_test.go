@@ -421,3 +421,47 @@ func TestSetRateCountsByDueSecond(t *testing.T) {
 	r.reached(t, "set rate", tg)
 	t.Logf("rate changed at %.3f s; per second %v", t0, dueCounts(r.samples))
 }
+
+// SetRate after the plan's schedule ran short of the pool's claims — 2 iterations/s and 20
+// pre-allocated VUs, most of which claim an iteration number beyond the plan's 6 — counts every
+// iteration of the changed schedule as sent or dropped, second by second: the VUs holding those
+// numbers wait for a change (the run's end at most) instead of ending with them (the numbers were
+// lost: 14 iterations of the change's first moments were neither sent nor dropped, and the pool
+// was short of the VUs that ended).
+func TestSetRateAfterTheScheduleRanOut(t *testing.T) {
+	tg := fastTarget(t)
+	r := &dueRun{}
+	e, err := newEngine(mustPlan(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":2,"duration":"3s","pre_allocated_vus":20,"max_vus":20},
+		"http":{"timeout":"2s"}}`, tg.URL)), Options{OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		r.sum, err = e.Run(context.Background())
+		done <- err
+	}()
+	waitSending(t, e)
+	time.Sleep(1300*time.Millisecond - e.now()) // mid-second: not a synchronisation, any moment will do
+	if _, err := e.SetRate(200, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.start, r.cut = e.start, min(e.endAt, time.Duration(e.stopAt.Load()))
+	stages := e.exec.(*arrival).cur().stages
+	t0 := stages[len(stages)-1].start
+	n := func(d time.Duration) int64 {
+		x := d.Seconds()
+		if x <= t0 {
+			return int64(math.Ceil(2 * x))
+		}
+		return int64(math.Ceil(2*t0 + 200*(x-t0)))
+	}
+	r.check(t, "set rate after the schedule ran out", n)
+	r.reached(t, "set rate after the schedule ran out", tg)
+	t.Logf("rate changed at %.3f s; per second %v", t0, dueCounts(r.samples))
+}
