@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -169,7 +170,7 @@ func TestHelloRefusesOtherProtocol(t *testing.T) {
 	if !errors.As(err, &ref) {
 		t.Fatalf("err %v, want a refusal", err)
 	}
-	for _, want := range []string{"protocol 2 (volley 0.9.0)", "protocol 1 (volley 1.2.3)"} {
+	for _, want := range []string{fmt.Sprintf("protocol %d (volley 0.9.0)", bus.Protocol+1), fmt.Sprintf("protocol %d (volley 1.2.3)", bus.Protocol)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not name %q", err, want)
 		}

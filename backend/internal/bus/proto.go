@@ -6,8 +6,10 @@ import (
 )
 
 // Protocol is the version of the messages between the controller and its agents. The controller
-// refuses an agent speaking another one at hello, naming both.
-const Protocol = 1
+// refuses an agent speaking another one at hello, naming both. 2: live control (set_vus,
+// set_rate) on the agent's change subject, and the final's checks as numbered rows with each
+// request name once (an agent of protocol 1 would send checks a controller of 2 cannot read).
+const Protocol = 2
 
 // Subjects of the agents' protocol (permissions: SubjectsFor).
 const (
