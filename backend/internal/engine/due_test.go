@@ -451,7 +451,7 @@ func TestSetRateAfterTheScheduleRanOut(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.start, r.cut = e.start, min(e.endAt, time.Duration(e.stopAt.Load()))
+	r.start, r.cut, r.iv = e.start, min(e.endAt, time.Duration(e.stopAt.Load())), e.opts.Interval
 	stages := e.exec.(*arrival).cur().stages
 	t0 := stages[len(stages)-1].start
 	n := func(d time.Duration) int64 {
