@@ -289,20 +289,16 @@ func TestControlOfADrivenRun(t *testing.T) {
 	steerErr = fmt.Errorf("agents: %w", engine.ErrNotRunning)
 	got := make(chan error, 1)
 	go func() { _, err := rn.Control(31, Change{VUs: &vus}, nil); got <- err }()
-	asked := 0
 	for answered := false; !answered; {
 		select {
-		case <-calls: // asked again while the run may still be starting (DriveStartWait)
-			asked++
+		case <-calls: // asked (again, while the run may still be starting: DriveStartWait), or the
+			// fake drive's run already ended and the runner answers by itself
 		case err := <-got:
 			answered = true
 			if !errors.Is(err, ErrNotRunning) {
 				t.Errorf("the drive's not running: %v, want ErrNotRunning", err)
 			}
 		}
-	}
-	if asked == 0 {
-		t.Error("the drive's control was never asked")
 	}
 	if _, err := rn.Control(32, Change{VUs: &vus}, nil); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("another run: %v, want ErrNotRunning", err)
