@@ -5,6 +5,7 @@ package engine
 import (
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,22 +28,27 @@ func startWakeups(next func(now time.Duration) (time.Duration, bool), now func()
 		return func() {}
 	}
 	f := os.NewFile(uintptr(fd), "volley-wakeups") // non-blocking: reads park in the poller
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return func() {}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer guard()
-		var expirations [8]byte
+		var t timerfd
+		t.read = t.readOnce
 		for {
-			t := now()
-			w, ok := next(t)
+			n := now()
+			w, ok := next(n)
 			if !ok {
 				return
 			}
-			spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(w-t, time.Microsecond)))}
-			if unix.TimerfdSettime(fd, 0, &spec, nil) != nil {
+			if !t.arm(uintptr(fd), max(w-n, time.Microsecond)) {
 				return
 			}
-			if _, err := f.Read(expirations[:]); err != nil {
+			if rc.Read(t.read) != nil || t.errno != 0 {
 				return // closed by stop
 			}
 		}
@@ -50,5 +56,41 @@ func startWakeups(next func(now time.Duration) (time.Duration, bool), now func()
 	return func() {
 		_ = f.Close()
 		<-done
+	}
+}
+
+// timerfd arms and reads the wakeup timer with raw system calls, as rawIO does for sockets
+// (rawio_linux.go): timerfd_settime and a read of a ready timerfd never block, and
+// syscall.Syscall's entersyscall would wake the runtime's sysmon thread from its deep sleep at
+// every wakeup — when the process was idle, as it is between arrivals at modest rates — and a
+// freshly woken sysmon polls every 20 µs for the next millisecond, a thread switch each time on the
+// generator's own core. Reading waits in the network poller (syscall.RawConn) like a socket.
+type timerfd struct {
+	read  func(fd uintptr) bool // t.readOnce, built once
+	buf   [8]byte               // the expiration count
+	errno unix.Errno
+}
+
+// arm sets the one-shot timer to expire after d; false if the kernel refused.
+func (t *timerfd) arm(fd uintptr, d time.Duration) bool {
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	return e == 0
+}
+
+// readOnce is one read(2) of the expiration count; false means the timer has not expired yet
+// (wait in the poller).
+func (t *timerfd) readOnce(fd uintptr) bool {
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			t.errno = e
+			return true
+		}
 	}
 }
