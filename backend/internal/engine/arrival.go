@@ -32,6 +32,9 @@ type arrival struct {
 	waiting      atomic.Int64             // VUs holding a claimed, not yet due iteration
 	stopWakeups  func()                   // precise timer wakeups (wakeup_linux.go)
 	override     atomic.Pointer[schedule] // the schedule SetRate made; nil: sched (control.go)
+	// changed is closed, and replaced, when SetRate replaces the schedule or the run stops: VUs
+	// waiting for a claimed iteration wait on it too, and plan it again at once (sleep).
+	changed atomic.Pointer[chan struct{}]
 }
 
 // newArrival prepares an open model's run over sched with the plan's VU pool.
@@ -39,7 +42,45 @@ func newArrival(e *Engine, sched schedule) *arrival {
 	l := &e.p.Load
 	// A segment's pool is its share of the plan's, at least one VU (it has arrivals to start).
 	pre, peak := max(1, e.share(l.PreAllocatedVUs)), max(1, e.share(max(l.MaxVUs, l.PreAllocatedVUs)))
-	return &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
+	a := &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
+	ch := make(chan struct{})
+	a.changed.Store(&ch)
+	return a
+}
+
+// changes is the channel the next change closes; take it before reading the schedule (cur), so
+// that a change made after that read closes the channel the VU waits on.
+func (a *arrival) changes() <-chan struct{} {
+	if ch := a.changed.Load(); ch != nil {
+		return *ch
+	}
+	return nil // an arrival not made by newArrival (tests): never changes
+}
+
+// wakeAll wakes every VU waiting for a claimed iteration (a new schedule, or the run's stop).
+func (a *arrival) wakeAll() {
+	ch := make(chan struct{})
+	if old := a.changed.Swap(&ch); old != nil {
+		close(*old)
+	}
+}
+
+// stopped wakes the waiting VUs when the run stops (Engine.Run): they end at once.
+func (a *arrival) stopped() { a.wakeAll() }
+
+// sleep waits d, or less if changed is closed meanwhile. The VU's timer is made once and reused:
+// no allocation per wait.
+func (a *arrival) sleep(v *vu, d time.Duration, changed <-chan struct{}) {
+	if v.wake == nil {
+		v.wake = time.NewTimer(d)
+	} else {
+		v.wake.Reset(d)
+	}
+	select {
+	case <-v.wake.C:
+	case <-changed:
+		v.wake.Stop()
+	}
 }
 
 func (a *arrival) launch(ctx context.Context) {
@@ -221,19 +262,21 @@ func (a *arrival) loop(v *vu) {
 		k := a.next.Add(1) - 1
 		v.claim.Store(k + 1)
 		i := e.opts.Segment.Global(k) // the run's iteration number
+		changed := a.changes()
 		sc := a.cur()
-		due, ok := a.due(sc, i)
+		due := a.due(sc, i)
 		now := e.now()
-		if !ok || due >= e.endAt && now >= e.endAt {
+		if due >= e.endAt && now >= e.endAt {
 			return
 		}
 		if wait := due - now; wait > 0 {
 			a.waiting.Add(1)
 			for wait > 0 && !e.stop.Load() {
-				time.Sleep(min(wait, parkStep))
+				a.sleep(v, min(wait, parkStep), changed)
+				changed = a.changes()
 				if s := a.cur(); s != sc { // SetRate: plan the claimed iteration again
 					sc = s
-					due, _ = a.due(sc, i)
+					due = a.due(sc, i)
 				}
 				now = e.now()
 				wait = due - now

@@ -229,7 +229,7 @@ func (e *Engine) runEvents() []metrics.RunEvent {
 // second) and returns the rate it had at now. The schedule's stages are cut at now — the stage
 // holding now ends there, at the rate it had reached — so the iterations due before now keep
 // their times; then one stage holds the new rate to the run's end. Iterations claimed but not yet
-// due are planned again by their VUs (loop), on the new schedule.
+// due are planned again by their VUs (loop), on the new schedule, at once: the change wakes them.
 func (a *arrival) setRate(now time.Duration, perSecond float64) float64 {
 	old := a.cur()
 	t0 := now.Seconds()
@@ -257,6 +257,7 @@ func (a *arrival) setRate(now time.Duration, perSecond float64) float64 {
 			n0: n0, n1: n0 + perSecond*(end-t0)})
 	}
 	a.override.Store(next)
+	a.wakeAll()
 	return from
 }
 
@@ -271,15 +272,14 @@ func (a *arrival) cur() *schedule {
 // due is when iteration i is due on sc; an iteration beyond the schedule is due at the run's end
 // (never), in case a change (SetRate, which an open model takes at any moment of its run) brings
 // it forward — as a closed model's VU beyond its profile waits for SetVUs (nextActive). The VU
-// holding it parks; ok is always true (a VU that ended here took its claimed iteration with it:
-// a later SetRate's iterations of those numbers were neither sent nor dropped, and the pool,
-// which counts the VUs spawned, stayed short of them). The VU ends at the run's end (loop).
-func (a *arrival) due(sc *schedule, i int64) (time.Duration, bool) {
-	off, ok := sc.at(i)
-	if ok && off < a.e.endAt {
-		return off, true
+// holding it parks (a VU that ended here would take its claimed iteration with it: a later
+// SetRate's iterations of those numbers would be neither sent nor dropped, and the pool, which
+// counts the VUs spawned, would stay short of them). The VU ends at the run's end (loop).
+func (a *arrival) due(sc *schedule, i int64) time.Duration {
+	if off, ok := sc.at(i); ok && off < a.e.endAt {
+		return off
 	}
-	return a.e.endAt, true
+	return a.e.endAt
 }
 
 // wakeupCap bounds the precise wakeups' gap once the rate has been set, so that a change to a

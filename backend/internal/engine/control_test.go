@@ -43,6 +43,18 @@ func controlled(t *testing.T, p *plan.Plan) (*Engine, func() (*metrics.Summary, 
 	}
 }
 
+// controlledOpen starts a constant-arrival-rate run of rate/s for duration with pre (max) VUs
+// against a target that answers "ok", and waits until it sends.
+func controlledOpen(t *testing.T, rate, pre, max int, duration string) (*Engine, func() (*metrics.Summary, []metrics.Sample), *testutil.Target) {
+	t.Helper()
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"constant-arrival-rate",
+		"rate":%d,"duration":%q,"pre_allocated_vus":%d,"max_vus":%d}}`, tg.URL, rate, duration, pre, max))
+	e, wait := controlled(t, p)
+	waitSending(t, e)
+	return e, wait, tg
+}
+
 // waitFor polls cond every millisecond until it holds or limit passes, and returns how long it
 // took (limit+ when it never held).
 func waitFor(limit time.Duration, cond func() bool) (time.Duration, bool) {
@@ -141,11 +153,7 @@ func TestSetVUsReplacesTheRestOfARamp(t *testing.T) {
 
 // Setting the rate of a constant-arrival-rate run: the target's request rate follows.
 func TestSetRateChangesTheArrivals(t *testing.T) {
-	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
-	p := mustPlan(t, fmt.Sprintf(`{"name":"t","requests":[{"url":%q}],"load":{"executor":"constant-arrival-rate",
-		"rate":20,"duration":"4s","pre_allocated_vus":2,"max_vus":20}}`, tg.URL))
-	e, wait := controlled(t, p)
-	waitSending(t, e)
+	e, wait, tg := controlledOpen(t, 20, 2, 20, "4s")
 	ev, err := e.SetRate(200, "ann")
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +177,37 @@ func TestSetRateChangesTheArrivals(t *testing.T) {
 	if len(sum.Events) != 1 {
 		t.Errorf("summary events = %+v", sum.Events)
 	}
+}
+
+// A VU waiting for its claimed iteration wakes at the change of rate, and at the run's stop, rather
+// than after its wait (parkStep before): the first iterations of a higher rate start on time
+// instead of up to parkStep late (dropped beyond dropTolerance). The waits here are an hour long;
+// without the wake they would outlast the test's limit.
+func TestWaitingVUWakesAtTheChange(t *testing.T) {
+	e, wait, tg := controlledOpen(t, 1, 1, 1, "3s")
+	a := e.exec.(*arrival)
+	woke := func(change func()) {
+		t.Helper()
+		done := make(chan struct{})
+		ch := a.changes()
+		go func() { defer close(done); a.sleep(&vu{}, time.Hour, ch) }()
+		change()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a VU waiting for its iteration did not wake at the change")
+		}
+	}
+	woke(func() {
+		if _, err := e.SetRate(5, "ann"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	woke(a.stopped)
+	if _, ok := waitFor(5*time.Second, func() bool { return tg.Requests() >= 2 }); !ok {
+		t.Errorf("%d requests after the change to 5/s", tg.Requests())
+	}
+	wait()
 }
 
 // Rate 0 pauses an open model and a later rate resumes it, with the VUs it kept.
@@ -277,7 +316,7 @@ func TestSetRateSplicesTheSchedule(t *testing.T) {
 		t.Errorf("index(7s) = %d, want 144 (145 due by then)", n)
 	}
 	// an iteration beyond the schedule waits for the run's end once the rate has been set
-	if d, ok := a.due(sc, 500); !ok || d != e.endAt {
-		t.Errorf("due(500) = %v, %v; want the end, true", d, ok)
+	if d := a.due(sc, 500); d != e.endAt {
+		t.Errorf("due(500) = %v; want the end %v", d, e.endAt)
 	}
 }

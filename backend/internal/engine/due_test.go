@@ -381,15 +381,17 @@ func TestCloseBeforeTakesUnstartedClaims(t *testing.T) {
 	}
 }
 
-// SetRate from 200/s to 500/s mid-run: the seconds hold exactly the iterations due in them on the
-// schedule as changed (N(t) = 200t before the change at t₀, 200t₀ + 500(t − t₀) after), the
-// iterations claimed before the change but due after it planned again and counted where they ran.
-func TestSetRateCountsByDueSecond(t *testing.T) {
+// setRateRun runs a constant-arrival-rate plan of rate/s for 3 s with pre VUs (max_vus max), changes
+// the rate to to/s at about 1.3 s (mid-second: not a synchronisation, any moment will do), and checks
+// that every second holds exactly the iterations due in it on the schedule as changed: N(t) = rate·t
+// before the change at t₀, rate·t₀ + to·(t − t₀) after.
+func setRateRun(t *testing.T, name string, rate, pre, max, to int) {
+	t.Helper()
 	tg := fastTarget(t)
 	r := &dueRun{}
 	e, err := newEngine(mustPlan(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
-		"load":{"executor":"constant-arrival-rate","rate":200,"duration":"3s","pre_allocated_vus":10,"max_vus":200},
-		"http":{"timeout":"2s"}}`, tg.URL)), Options{OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
+		"load":{"executor":"constant-arrival-rate","rate":%d,"duration":"3s","pre_allocated_vus":%d,"max_vus":%d},
+		"http":{"timeout":"2s"}}`, tg.URL, rate, pre, max)), Options{OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,8 +402,8 @@ func TestSetRateCountsByDueSecond(t *testing.T) {
 		done <- err
 	}()
 	waitSending(t, e)
-	time.Sleep(1300*time.Millisecond - e.now()) // mid-second: not a synchronisation, any moment will do
-	if _, err := e.SetRate(500, "t"); err != nil {
+	time.Sleep(1300*time.Millisecond - e.now())
+	if _, err := e.SetRate(float64(to), "t"); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -413,14 +415,19 @@ func TestSetRateCountsByDueSecond(t *testing.T) {
 	n := func(d time.Duration) int64 {
 		x := d.Seconds()
 		if x <= t0 {
-			return int64(math.Ceil(200 * x))
+			return int64(math.Ceil(float64(rate) * x))
 		}
-		return int64(math.Ceil(200*t0 + 500*(x-t0)))
+		return int64(math.Ceil(float64(rate)*t0 + float64(to)*(x-t0)))
 	}
-	r.check(t, "set rate", n)
-	r.reached(t, "set rate", tg)
+	r.check(t, name, n)
+	r.reached(t, name, tg)
 	t.Logf("rate changed at %.3f s; per second %v", t0, dueCounts(r.samples))
 }
+
+// SetRate from 200/s to 500/s mid-run: the seconds hold exactly the iterations due in them on the
+// schedule as changed, the iterations claimed before the change but due after it planned again and
+// counted where they ran.
+func TestSetRateCountsByDueSecond(t *testing.T) { setRateRun(t, "set rate", 200, 10, 200, 500) }
 
 // SetRate after the plan's schedule ran short of the pool's claims — 2 iterations/s and 20
 // pre-allocated VUs, most of which claim an iteration number beyond the plan's 6 — counts every
@@ -429,39 +436,5 @@ func TestSetRateCountsByDueSecond(t *testing.T) {
 // lost: 14 iterations of the change's first moments were neither sent nor dropped, and the pool
 // was short of the VUs that ended).
 func TestSetRateAfterTheScheduleRanOut(t *testing.T) {
-	tg := fastTarget(t)
-	r := &dueRun{}
-	e, err := newEngine(mustPlan(t, fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
-		"load":{"executor":"constant-arrival-rate","rate":2,"duration":"3s","pre_allocated_vus":20,"max_vus":20},
-		"http":{"timeout":"2s"}}`, tg.URL)), Options{OnSample: func(s metrics.Sample) { r.samples = append(r.samples, s) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		r.sum, err = e.Run(context.Background())
-		done <- err
-	}()
-	waitSending(t, e)
-	time.Sleep(1300*time.Millisecond - e.now()) // mid-second: not a synchronisation, any moment will do
-	if _, err := e.SetRate(200, "t"); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	r.start, r.cut, r.iv = e.start, min(e.endAt, time.Duration(e.stopAt.Load())), e.opts.Interval
-	stages := e.exec.(*arrival).cur().stages
-	t0 := stages[len(stages)-1].start
-	n := func(d time.Duration) int64 {
-		x := d.Seconds()
-		if x <= t0 {
-			return int64(math.Ceil(2 * x))
-		}
-		return int64(math.Ceil(2*t0 + 200*(x-t0)))
-	}
-	r.check(t, "set rate after the schedule ran out", n)
-	r.reached(t, "set rate after the schedule ran out", tg)
-	t.Logf("rate changed at %.3f s; per second %v", t0, dueCounts(r.samples))
+	setRateRun(t, "set rate after the schedule ran out", 2, 20, 20, 200)
 }

@@ -385,6 +385,9 @@ func (e *Engine) Run(ctx context.Context) (*metrics.Summary, error) {
 	}
 	e.stopAt.CompareAndSwap(0, int64(max(e.now(), 1)))
 	e.stop.Store(true)
+	if w, ok := e.exec.(stopWaker); ok {
+		w.stopped()
+	}
 	sendEnd := time.Now()
 	graceEnd := sendEnd.Add(grace)
 	if hardStop := e.start.Add(e.hardStop); graceEnd.After(hardStop) && sendEnd.Before(hardStop) {

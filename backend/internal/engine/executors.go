@@ -25,6 +25,12 @@ type finisher interface {
 	finish()
 }
 
+// stopWaker is an executor whose VUs wait for a change as well as for time (open models: arrival.go):
+// stopped wakes them when the run stops.
+type stopWaker interface {
+	stopped()
+}
+
 // dueCloser is an executor whose iterations are counted by due second (open models: arrival.go);
 // the collector closes the seconds with it.
 type dueCloser interface {

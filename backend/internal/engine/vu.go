@@ -59,6 +59,7 @@ type vu struct {
 	timeout  time.Duration
 	state    atomic.Int32
 	claim    atomic.Int64 // open models: the claimed iteration's number + 1 until settled, claiming, settling or 0 (arrival.go)
+	wake     *time.Timer  // open models: the wait for the claimed iteration (arrival.sleep); made on first use
 	scratch  []byte       // bodies nobody reads are dropped through it (httpConn.discard); made on first use
 
 	// request timeouts (deadline.go)
