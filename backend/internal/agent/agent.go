@@ -6,7 +6,9 @@
 // It runs its share of a plan when the controller asks (run.go; docs/scale-out.md): Prepare →
 // Ready, start at one instant on the controller's clock, one JetStream snapshot per second
 // (spooled in order while the broker is away, spool.go) and a final one; it fences itself (stops
-// its load) when the broker has acknowledged nothing for the run's fence_after.
+// its load) when the broker has acknowledged nothing for the run's fence_after. An agent in the
+// controller's process (Config.Handoff: a single-machine run's) hands its snapshots over in
+// memory instead, and neither probes the clock nor fences.
 package agent
 
 import (
