@@ -6,7 +6,9 @@
 // It runs its share of a plan when the controller asks (run.go; docs/scale-out.md): Prepare →
 // Ready, start at one instant on the controller's clock, one JetStream snapshot per second
 // (spooled in order while the broker is away, spool.go) and a final one; it fences itself (stops
-// its load) when the broker has acknowledged nothing for the run's fence_after.
+// its load) when the broker has acknowledged nothing for the run's fence_after. An agent in the
+// controller's process (Config.Handoff: a single-machine run's) hands its snapshots over in
+// memory instead, and neither probes the clock nor fences.
 package agent
 
 import (
@@ -55,6 +57,12 @@ type Config struct {
 	// Connect connects to the broker with the agent's options (reconnects, handlers); nil:
 	// bus.ConnectAgent(URL, ID, Token, …). An external NATS: bus.ConnectExternalAgent.
 	Connect func(opts ...nats.Option) (*nats.Conn, error)
+	// Handoff makes the agent one in the controller's process (localagent): its snapshots go to
+	// the coordinator in memory (cluster.Handoff; the run's RunSpec.Handoff is the same one) instead
+	// of JSON on the snapshot stream, it probes no clock (one process, one clock: offset and round
+	// trip 0) and watches no lease (it cannot be cut off from its own process, so it never
+	// fences). Prepare, start, stop and live changes still come over the broker. nil: a remote agent.
+	Handoff *cluster.Handoff
 }
 
 // shutdownDrain is how long a stopping agent waits for its unacknowledged snapshots to reach the
@@ -165,6 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	w.skew = cfg.ClockOffset
 	w.policy = cfg.Policy
+	w.handoff = cfg.Handoff
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	defer stopPub()
 	sub, err := w.start(pubCtx)

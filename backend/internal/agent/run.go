@@ -67,6 +67,8 @@ type worker struct {
 	skew  time.Duration            // Config.ClockOffset: added to every wall-clock reading
 	// policy is Config.Policy: the target policy in place of netpolicy.Default (nil: that).
 	policy *netpolicy.Policy
+	// handoff is Config.Handoff: an in-process agent's snapshots in memory (nil: the stream).
+	handoff *cluster.Handoff
 }
 
 // now is the agent's wall clock (moved by Config.ClockOffset in tests).
@@ -125,8 +127,9 @@ func (w *worker) start(pubCtx context.Context) (*nats.Subscription, error) {
 	return sub, nil
 }
 
-// state is what presence shows: "running" and the run from an accepted Prepare until the run's
-// final snapshot is spooled (or the prepared run is dropped), else "idle".
+// state is what presence shows: "running" and the run from an accepted Prepare until its
+// engine's run has ended (its final snapshot is spooled right after; or the prepared run is
+// dropped), else "idle".
 func (w *worker) state() (string, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -255,10 +258,12 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 		rs.cancel()
 		return w.refusal(err)
 	}
-	offset, rtt, err := w.probeClock()
-	if err != nil {
-		rs.cancel()
-		return w.refusal(err)
+	var offset, rtt time.Duration
+	if w.handoff == nil { // in the controller's process: its clock
+		if offset, rtt, err = w.probeClock(); err != nil {
+			rs.cancel()
+			return w.refusal(err)
+		}
 	}
 	rs.offset = offset
 	if rs.sub, err = w.nc.Subscribe(cluster.RunControlSubject(p.Run), w.onControl(rs)); err == nil {
@@ -441,11 +446,14 @@ func (w *worker) release(rs *runState) {
 	}
 }
 
-// run waits for the start instant, runs the engine, and spools the final snapshot.
+// run waits for the start instant, runs the engine, and spools the final snapshot. The agent is
+// idle again (w.cur cleared, the run's subscription released) before the final is spooled: a
+// controller that has the final may prepare its next run at once — an in-process one
+// (Config.Handoff) microseconds later — and must not find the agent busy with this one.
 func (w *worker) run(rs *runState, startAt int64) {
 	defer w.runs.Done()
 	defer w.recoverIn("run end", nil)
-	defer func() {
+	ended := sync.OnceFunc(func() {
 		w.mu.Lock()
 		if w.cur == rs {
 			w.cur = nil
@@ -453,18 +461,23 @@ func (w *worker) run(rs *runState, startAt int64) {
 		w.mu.Unlock()
 		w.release(rs)
 		w.changed()
-	}()
+	})
+	defer ended()
 	sum, err := w.runEngine(rs, startAt)
+	ended()
 	w.spoolFinal(rs, sum, err)
 }
 
 // runEngine runs rs's engine at startAt (the controller's clock, unix ns), watching the broker
-// lease meanwhile. A panic here (the engine recovers its own) fails the run, not the agent. A run
-// stopped or fenced before its start instant returns an empty summary (nothing was sent).
+// lease meanwhile (not in the controller's process: Config.Handoff). A panic here (the engine
+// recovers its own) fails the run, not the agent. A run stopped or fenced before its start
+// instant returns an empty summary (nothing was sent).
 func (w *worker) runEngine(rs *runState, startAt int64) (sum *metrics.Summary, err error) {
 	defer w.recoverIn("run", func(e error) { err = e })
-	stop := w.watchLease(rs)
-	defer stop()
+	if w.handoff == nil {
+		stop := w.watchLease(rs)
+		defer stop()
+	}
 	// The start on this agent's clock, waited for on the monotonic clock (a wall-clock step
 	// during the wait does not move it).
 	wait := time.Duration(startAt + int64(rs.offset) - w.now().UnixNano())
@@ -564,8 +577,13 @@ func (w *worker) spoolFinal(rs *runState, sum *metrics.Summary, runErr error) {
 }
 
 // spoolSnap spools snap. A final has a stand-in: the same final failed, naming why, sent when
-// it cannot be encoded or the broker refuses it as too large (spooled.tooBig).
+// it cannot be encoded or the broker refuses it as too large (spooled.tooBig). An in-process
+// agent (Config.Handoff) spools snap itself: it is never encoded.
 func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
+	if w.handoff != nil {
+		w.push(spooled{msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), snap: &snap})
+		return
+	}
 	b, err := json.Marshal(snap)
 	var standIn []byte
 	if final {
@@ -586,7 +604,11 @@ func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
 		w.log.Error("cannot encode a snapshot", "run", snap.Run, "second", snap.Second, "err", err)
 		return
 	}
-	m := spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b, tooBig: standIn}
+	w.push(spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b, tooBig: standIn})
+}
+
+// push spools m, logging a dropped oldest second.
+func (w *worker) push(m spooled) {
 	if w.sp.push(m) {
 		w.log.Warn("snapshot spool full: the oldest second was dropped", "spool", SpoolSeconds)
 	}

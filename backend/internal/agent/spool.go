@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/volley-load/volley/backend/internal/cluster"
 )
 
 // SpoolSeconds bounds the snapshots an agent holds while the broker does not acknowledge them:
@@ -31,6 +33,9 @@ type spooled struct {
 	// (a final's failed stand-in: the controller then loses the agent at once, naming why,
 	// instead of waiting for its final until the run's end); nil: data is dropped.
 	tooBig []byte
+	// snap is the snapshot itself, delivered in memory by an in-process agent (worker.handoff);
+	// subject, data and tooBig are then empty.
+	snap *cluster.Snapshot
 }
 
 // spool is the agent's bounded FIFO of snapshots not yet acknowledged. push never blocks (the
@@ -99,7 +104,9 @@ func (s *spool) len() int {
 // publish runs until ctx ends: it publishes the spool's head with JetStream and its message id,
 // pops it when acknowledged (recording the acknowledgement for fencing) and tries again after
 // retryWait when not (cut off, reconnecting, no stream yet). Order is kept: a second is never
-// published before an earlier one is acknowledged.
+// published before an earlier one is acknowledged. An in-process agent's head is delivered to
+// its Handoff instead (waiting while the run's queue is full; a snapshot of a run no coordinator
+// takes in is dropped).
 func (w *worker) publish(ctx context.Context) {
 	defer w.recoverIn("publisher", nil)
 	for {
@@ -110,6 +117,15 @@ func (w *worker) publish(ctx context.Context) {
 				return
 			case <-w.sp.wake:
 			}
+			continue
+		}
+		if m.snap != nil {
+			if err := w.handoff.Deliver(ctx, *m.snap); err != nil && ctx.Err() != nil {
+				return
+			} else if err != nil {
+				w.log.Debug("snapshot of a run no coordinator takes in; dropped", "msg_id", m.msgID)
+			}
+			w.sp.pop(m)
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, publishTimeout)

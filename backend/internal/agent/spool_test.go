@@ -56,6 +56,8 @@ func TestFinalTooLargeIsSentAsItsFailure(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("nothing published")
 	}
+	cancel() // the publisher pops what Publish took before it looks at its context again
+	<-done
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if len(js.took) != 1 {

@@ -42,6 +42,10 @@ type RunSpec struct {
 	// while preparing waits for the agents' answers (PrepareTimeout at most) before it is sent;
 	// and the run's snapshots are purged from the stream when it ends (nothing can resume it).
 	InProcess bool
+	// Handoff, for an InProcess run only (else Run fails), takes the agents' snapshots in memory
+	// instead of from the snapshot stream: the agents deliver to it (agent.Config.Handoff), and
+	// nothing of the run goes through the stream. nil: the stream. Resume ignores it.
+	Handoff *Handoff
 }
 
 // Started is what a run over agents keeps so that a restarted controller can Resume it (the
@@ -282,6 +286,9 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	if len(spec.Agents) == 0 {
 		return nil, errors.New("cluster: a run needs at least one agent")
 	}
+	if spec.Handoff != nil && !spec.InProcess {
+		return nil, errors.New("cluster: a run whose snapshots are handed over in memory needs its agents in this process (RunSpec.InProcess)")
+	}
 	ids := make([]string, len(spec.Agents))
 	weights := make([]int, len(spec.Agents))
 	for i, a := range spec.Agents {
@@ -302,25 +309,33 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 	}
 	defer c.release(ids)
 
-	// A run id is new to a run: whatever the stream holds under it is stale (a store dir that
-	// outlived its database). Then the consumer, before anything starts: nothing is missed.
-	if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
-		return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
+	var sub *nats.Subscription
+	if spec.Handoff != nil {
+		// The agents' snapshots in memory, from before anything starts: nothing is missed.
+		if r.hq, err = spec.Handoff.open(spec.Run); err != nil {
+			return nil, err
+		}
+		defer spec.Handoff.close(spec.Run, r.hq)
+	} else {
+		// A run id is new to a run: whatever the stream holds under it is stale (a store dir that
+		// outlived its database). Then the consumer, before anything starts: nothing is missed.
+		if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
+			return nil, fmt.Errorf("cluster: clearing the run's old snapshots: %w", err)
+		}
+		if spec.InProcess {
+			// Its agents died with this process if it did: nothing can resume the run, so its
+			// snapshots are of no use once it has ended (they would sit in the stream for a day).
+			defer func() {
+				if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
+					c.log.Warn("cannot clear the snapshots of an ended run", "run", spec.Run, "err", err)
+				}
+			}()
+		}
+		if sub, err = c.subscribe(spec.Run); err != nil {
+			return nil, err
+		}
+		defer func() { _ = sub.Unsubscribe() }()
 	}
-	if spec.InProcess {
-		// Its agents died with this process if it did: nothing can resume the run, so its
-		// snapshots are of no use once it has ended (they would sit in the stream for a day).
-		defer func() {
-			if err := c.js.PurgeStream(SnapshotStream, &nats.StreamPurgeRequest{Subject: runFilter(spec.Run)}); err != nil {
-				c.log.Warn("cannot clear the snapshots of an ended run", "run", spec.Run, "err", err)
-			}
-		}()
-	}
-	sub, err := c.subscribe(spec.Run)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
 
 	pctx := ctx
 	if spec.InProcess {
@@ -519,7 +534,8 @@ func (c *Coordinator) subscribe(run int64) (*nats.Subscription, error) {
 }
 
 // drive fetches the run's snapshots from sub (backlog: how many the stream held at the start,
-// after which the fetcher says it has caught up) and merges them until the run's end.
+// after which the fetcher says it has caught up), or takes them from the run's Handoff queue,
+// and merges them until the run's end.
 func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64) (*metrics.Summary, error) {
 	r.caughtUp = backlog == 0
 	r.c.mu.Lock()
@@ -533,6 +549,9 @@ func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64)
 		r.c.mu.Unlock()
 		close(r.live.done)
 	}()
+	if r.hq != nil {
+		return r.loop(ctx, r.hq.in)
+	}
 	fctx, stopFetch := context.WithCancel(context.Background())
 	in := make(chan incoming, 256)
 	fetched := make(chan struct{})
@@ -683,9 +702,10 @@ type run struct {
 
 	// A resumed run (Resume): seconds before from are merged only to rebuild the merger's run
 	// so far; until graceUntil no unseen agent is lost and no second closes with a share missing.
-	from       int       // the first second handed to OnSecond (1 for Run)
-	graceUntil time.Time // zero for Run
-	caughtUp   bool      // every snapshot the stream held at the start is taken in
+	hq         *handoffRun // the run's snapshots in memory (RunSpec.Handoff), nil: the stream
+	from       int         // the first second handed to OnSecond (1 for Run)
+	graceUntil time.Time   // zero for Run
+	caughtUp   bool        // every snapshot the stream held at the start is taken in
 
 	// Live control (control.go): the changes recorded, in order, and the first one not yet put
 	// into a merged second.

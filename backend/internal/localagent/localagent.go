@@ -49,7 +49,8 @@ type Local struct {
 	ctl    *cluster.Controller // its connection, registry and coordinator
 	reg    *cluster.Registry
 	co     *cluster.Coordinator
-	agent  cluster.Agent // as the registry lists it
+	agent  cluster.Agent    // as the registry lists it
+	hand   *cluster.Handoff // the agent's snapshots to the coordinator, in memory
 	stop   context.CancelFunc
 	exited chan struct{} // closed when agent.Run has returned
 	runErr error         // agent.Run's error (read after exited)
@@ -59,7 +60,7 @@ type Local struct {
 // and the local agent on an in-process connection, and returns once the agent is listed (at
 // most JoinWait). Errors: the broker's, the connections', or the agent's not joining.
 func Start(cfg Config) (*Local, error) {
-	l := &Local{exited: make(chan struct{})}
+	l := &Local{exited: make(chan struct{}), hand: cluster.NewHandoff()}
 	if err := l.start(cfg); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("localagent: %w", err)
@@ -90,7 +91,7 @@ func (l *Local) start(cfg Config) (err error) {
 				log.Error("the local agent stopped: panic", "err", l.runErr, "stack", string(debug.Stack()))
 			}
 		}()
-		l.runErr = runAgent(ctx, agent.Config{ID: ID, Version: cfg.Version, Weight: 1, Policy: cfg.Policy,
+		l.runErr = runAgent(ctx, agent.Config{ID: ID, Version: cfg.Version, Weight: 1, Policy: cfg.Policy, Handoff: l.hand,
 			Log:     log.With("agent", ID),
 			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(ID, append(o, testOptions...)...) }})
 	}()
@@ -118,13 +119,15 @@ func (l *Local) start(cfg Config) (err error) {
 // Run runs c as run runID on the local agent (the whole segment) — runs.Drive's shape: each
 // merged second to onSample, in order, and the summary — as cluster.Coordinator.Run does over
 // remote agents (RunSpec.InProcess: no second closes with its share missing, the agent is never
-// lost by its presence, and it never fences itself: NoFence). The seconds and the summary have a single machine's shape: no per-agent
+// lost by its presence, and it never fences itself: NoFence; RunSpec.Handoff: its snapshots
+// reach the merge in memory, not through the snapshot stream, and it probes no clock and
+// watches no lease). The seconds and the summary have a single machine's shape: no per-agent
 // generator figures (Sample.Agents), no agents count or start skew (Summary.Agents,
 // StartSkewMs). Cancelling ctx stops the run (the plan's graceful stop). Errors: the agent's
 // refusal (*cluster.RefusedError: the plan, its target policy), its run's failure, the
 // coordinator's.
 func (l *Local) Run(ctx context.Context, runID int64, c *plan.Compiled, onSample func(metrics.Sample)) (*metrics.Summary, error) {
-	sum, err := l.co.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true, FenceAfter: NoFence},
+	sum, err := l.co.Run(ctx, cluster.RunSpec{Run: runID, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true, FenceAfter: NoFence, Handoff: l.hand},
 		cluster.RunHooks{OnSecond: func(s metrics.Sample) {
 			s.Agents = nil
 			onSample(s)

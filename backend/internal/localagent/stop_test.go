@@ -66,7 +66,7 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 	// As its start goes out: the coordinator's OnStart (Local.Run's own call, with the hook).
 	seconds, n0 = nil, tg.Requests()
 	ctx, cancel = context.WithCancel(context.Background())
-	sum, err = l.co.Run(ctx, cluster.RunSpec{Run: 2, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true},
+	sum, err = l.co.Run(ctx, cluster.RunSpec{Run: 2, Plan: c, Agents: []cluster.Agent{l.agent}, InProcess: true, Handoff: l.hand},
 		cluster.RunHooks{OnStart: func(cluster.Started) error { cancel(); return nil }, OnSecond: collect(&mu, &seconds)})
 	if sum != nil {
 		sum.Agents = 0
