@@ -172,6 +172,7 @@ func (r *run) change(ctx context.Context, ch Change) (metrics.RunEvent, error) {
 	ev := metrics.RunEvent{Kind: "vus", By: ch.By}
 	if ch.VUs != nil {
 		m.Kind, ev.To = ControlSetVUs, float64(*ch.VUs)
+		r.merger.RaiseVUs(*ch.VUs) // before any agent holds them: its seconds may show them
 	} else {
 		m.Kind, ev.Kind, ev.To = ControlSetRate, "rate", *ch.Rate
 	}
