@@ -27,7 +27,8 @@ import (
 // request it sent counted once (the target's count, the seconds', the summary's) — stopped
 // before the run began (before Prepare), as its start goes out (between the start broadcast and
 // the start instant, InProcessStartDelay), and a few milliseconds in. After each, the agent
-// takes the next run at once (it is not left prepared or busy).
+// takes the next run at once (it is not left prepared or busy). One stopped before any request
+// has the outcome "stopped", not "failed".
 func TestLocalRunStoppedAtOnce(t *testing.T) {
 	tg, l := okTarget(t), startLocal(t)
 	c := compiled(t, fmt.Sprintf(`{"name":"stop","think_time":"10ms","requests":[{"url":%q}],
@@ -45,6 +46,10 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 		}
 		if sum.Requests != sent || n != sent || sum.Agents != 0 {
 			t.Errorf("%s: the target saw %d requests, the seconds count %d, the summary %d (agents %d)", name, sent, n, sum.Requests, sum.Agents)
+		}
+		// stopped before any request: the user stopped it, nothing failed
+		if o := sum.Outcome("stopped"); sum.Requests == 0 && o != metrics.OutcomeStopped {
+			t.Errorf("%s: outcome %q with no request, want %q", name, o, metrics.OutcomeStopped)
 		}
 	}
 	collect := func(mu *sync.Mutex, into *[]metrics.Sample) func(metrics.Sample) {

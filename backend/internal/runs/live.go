@@ -29,8 +29,8 @@ type Run struct {
 	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
 	// not ended.
 	ThresholdsOK *bool `json:"thresholds_ok"`
-	// Outcome is how an ended run went (metrics.OutcomeOf): "passed", "finished_with_errors" or
-	// "failed"; "" while it runs.
+	// Outcome is how an ended run went (metrics.OutcomeOf): "passed", "finished_with_errors",
+	// "failed" or "stopped" (stopped before any request completed); "" while it runs.
 	Outcome string  `json:"outcome"`
 	Notes   string  `json:"notes"`
 	Tags    TagList `json:"tags"`
