@@ -73,7 +73,8 @@ func TestUpDownUp(t *testing.T) {
 	}
 }
 
-// Runs stored before migration 00006 have an outcome as soon as it is applied.
+// Runs stored before migration 00006 have an outcome as soon as it is applied (the rule of 00010
+// once every migration is: a run stopped before any request is "stopped").
 func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 	db, prov := openProvider(t)
 	ctx := t.Context()
@@ -87,7 +88,8 @@ func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 			(1, 'p', 'finished', 3, '{}', 100, 1, NULL),
 			(1, 'p', 'stopped', 4, '{}', 100, 0, 0),
 			(1, 'p', 'interrupted', 5, '{}', 100, 0, NULL),
-			(1, 'p', 'running', 6, '{}', 100, 0, NULL)`); err != nil {
+			(1, 'p', 'running', 6, '{}', 100, 0, NULL),
+			(1, 'p', 'stopped', 7, '{}', 0, 0, NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := prov.Up(ctx); err != nil {
@@ -106,7 +108,7 @@ func TestOutcomeOfRunsStoredBefore(t *testing.T) {
 		}
 		got = append(got, o)
 	}
-	want := "passed finished_with_errors failed finished_with_errors failed -"
+	want := "passed finished_with_errors failed finished_with_errors failed - stopped" // 00010: stopped before any request
 	if strings.Join(got, " ") != want {
 		t.Errorf("outcomes %v, want %s", got, want)
 	}

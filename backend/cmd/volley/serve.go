@@ -332,8 +332,8 @@ Add an admin first, then start again (everyone then logs in):
 }
 
 // driveControl is live control of the driven runs (runner.SetDriveControl): a single-machine
-// run's, through the local agent, else a run over agents', through their coordinator; nil with
-// neither.
+// run's, through the local agent (its refusal speaks of the local engine: ControlError.Local),
+// else a run over agents', through their coordinator; nil with neither.
 func driveControl(ctx context.Context, local *localagent.Local, remote *cluster.Coordinator) runner.DriveControl {
 	if local == nil && remote == nil {
 		return nil
@@ -342,6 +342,9 @@ func driveControl(ctx context.Context, local *localagent.Local, remote *cluster.
 		c := cluster.Change{VUs: ch.VUs, Rate: ch.Rate, By: ch.By}
 		if local != nil {
 			ev, err := local.Control(ctx, id, c)
+			if ce := (*cluster.ControlError)(nil); errors.As(err, &ce) && ce.Agent == localagent.ID {
+				ce.Local = true // the local engine refused: no remote machine named "local"
+			}
 			if remote == nil || !errors.Is(err, engine.ErrNotRunning) {
 				return ev, err
 			}

@@ -19,7 +19,8 @@ import (
 // changes its VUs; the run ends
 // finished with every request the target saw, its summary in a single machine's shape (no agents
 // count) with the change once. With --direct-engine the same run goes to the engine directly
-// (no coordinator) with the same answers.
+// (no coordinator) with the same answers, but for a refused change's wording: the local engine
+// (through the agent) or the engine's own.
 func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 	for _, direct := range []bool{false, true} {
 		t.Run(fmt.Sprintf("direct-engine=%v", direct), func(t *testing.T) {
@@ -67,6 +68,26 @@ func TestServeLocalRunsGoThroughTheLocalAgent(t *testing.T) {
 			}
 			if over := strings.Contains(logs.String(), `msg="run started over agents" run=1 agents=[local]`); over == direct {
 				t.Errorf("run through the local agent: %v, want %v", over, !direct)
+			}
+
+			// A change the run's engine refuses: the local agent's refusal speaks of the local
+			// engine, not of an agent "local" as if it were a remote machine.
+			_, p = call("POST", "/api/plans", fmt.Sprintf(`{"name":"iter","think_time":"50ms","requests":[{"url":%q}],
+				"load":{"executor":"per-vu-iterations","vus":1,"iterations":100000,"max_duration":"30s"}}`, tg.URL))
+			_, r = call("POST", fmt.Sprintf("/api/plans/%v/runs", p["id"]), "")
+			st, res := call("POST", fmt.Sprintf("/api/runs/%v/control", r["id"]), `{"vus":3}`)
+			e, _ := res["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if local := strings.HasPrefix(msg, "the local engine did not apply the change: "); st != 409 || e["code"] != "not_controllable" ||
+				!strings.Contains(msg, "per-vu-iterations") || strings.Contains(msg, "agent") || local == direct {
+				t.Errorf("vus of per-vu-iterations: %d %v, want 409 not_controllable naming the executor (and the local engine: %v), no agent", st, e, !direct)
+			}
+			call("POST", fmt.Sprintf("/api/runs/%v/stop", r["id"]), "")
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				if _, run = call("GET", fmt.Sprintf("/api/runs/%v", r["id"]), ""); run["status"] != "running" || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		})
 	}

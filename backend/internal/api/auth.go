@@ -210,7 +210,8 @@ func authError(err error) error {
 	return err
 }
 
-// decodeBody reads a JSON object into v, refusing unknown fields (named in fields).
+// decodeBody reads a JSON object into v, refusing unknown fields (named in fields) and values of
+// the wrong type ("rate: must be a number", the field named in fields; mustBe).
 func decodeBody(c *gin.Context, v any, what string) error {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -219,12 +220,15 @@ func decodeBody(c *gin.Context, v any, what string) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		e := badRequest("the body must be a JSON object with %s: %v", what, err)
 		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" { // the field and what it must be, in words
+			e := badRequest("%s: %s", te.Field, mustBe(te.Type))
+			e.Fields = map[string]string{te.Field: mustBe(te.Type)}
+			return e
+		}
+		e := badRequest("the body must be a JSON object with %s: %v", what, err)
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}
-		} else if errors.As(err, &te) && te.Field != "" {
-			e.Fields = map[string]string{te.Field: "must be a " + te.Type.String()}
 		}
 		return e
 	}

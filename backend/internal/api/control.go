@@ -51,7 +51,11 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 		n := int(*b.VUs)
 		ch.VUs = &n
 	default:
-		ch.Rate = b.Rate
+		rate := *b.Rate
+		if rate == 0 {
+			rate = 0 // JSON's -0 is 0: the change is recorded (and answered) as 0, not "-0"
+		}
+		ch.Rate = &rate
 	}
 	ev, err := s.runs.Control(c.Request.Context(), id, ch, func(p *plan.Plan) error { return s.caps.Check(p) })
 	var ve *plan.ValidationError

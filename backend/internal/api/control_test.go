@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -207,11 +208,21 @@ func TestLiveControlRefusals(t *testing.T) {
 			t.Errorf("%s: %d %v, want 400", body, st, e)
 		}
 	}
+	// a value that is not a number: the field and what it must be, in words (not Go's types)
+	for body, want := range map[string][2]string{`{"rate":"abc"}`: {"rate", "must be a number"}, `{"vus":"3"}`: {"vus", "must be a number"}} {
+		st, e := ctl(id, body)
+		if msg, _ := e["fields"].(map[string]any)[want[0]].(string); st != 400 || msg != want[1] || e["message"] != want[0]+": "+want[1] {
+			t.Errorf("%s: %d %v, want 400 %q", body, st, e, want[0]+": "+want[1])
+		}
+	}
 	if st, e := ctl(id, `{"rate":10}`); st != 409 || e["code"] != "not_controllable" {
 		t.Errorf("rate of constant-vus: %d %v, want 409", st, e)
 	}
 	if st, e := ctl(id, `{"vus":20}`); st != 200 || e["to"] != 20.0 {
 		t.Errorf("vus 20 (at the cap): %d %v, want 200", st, e)
+	}
+	if st, e := ctl(id, `{"vus":-0}`); st != 200 || e["to"] != 0.0 || math.Signbit(e["to"].(float64)) {
+		t.Errorf("vus -0: %d %v, want 200 to 0", st, e)
 	}
 	if st, _ := ctl(999999, `{"vus":3}`); st != 404 {
 		t.Errorf("unknown run: %d, want 404", st)
@@ -253,5 +264,24 @@ func TestLiveControlRoleByAndAudit(t *testing.T) {
 	want := []string{fmt.Sprintf("tom run %d 1→3 vus", rid), fmt.Sprintf("tom run %d 3→2 vus", rid)}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("run.control entries %v, want %v", got, want)
+	}
+}
+
+// A rate of -0 (JSON's negative zero) is the rate 0: accepted as 0 is, and recorded and answered
+// as 0, never "-0".
+func TestLiveControlRateMinusZeroIsZero(t *testing.T) {
+	a := newApp(t)
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	id := a.startRun(fmt.Sprintf(`{"name":"rate","requests":[{"url":%q}],"load":{"executor":"constant-arrival-rate",
+		"rate":20,"duration":"30s","pre_allocated_vus":2,"max_vus":5},"http":{"timeout":"2s"}}`, tg.URL))
+	waitUntil(t, 10*time.Second, "first request", func() bool { return tg.Requests() > 0 })
+	st, ev := a.do("POST", fmt.Sprintf("/api/runs/%d/control", id), `{"rate":-0}`)
+	if to, _ := ev["to"].(float64); st != 200 || ev["from"] != 20.0 || to != 0 || math.Signbit(to) {
+		t.Fatalf("rate -0: %d %v, want 200 from 20 to 0", st, ev)
+	}
+	run := a.stopAndWait(id)
+	events := run["summary"].(map[string]any)["events"].([]any)
+	if to, _ := events[0].(map[string]any)["to"].(float64); len(events) != 1 || math.Signbit(to) {
+		t.Errorf("summary events = %v, want one to 0", events)
 	}
 }

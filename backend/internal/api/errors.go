@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 
 	"github.com/gin-gonic/gin"
 
@@ -40,6 +41,34 @@ func errf(status int, code, format string, args ...any) *Error {
 // case) or cut off. Its message names no Go error.
 func unreadableBody() *Error {
 	return errf(http.StatusRequestEntityTooLarge, "bad_request", "could not read the body (at most 1 MiB)")
+}
+
+// mustBe says in words what a JSON value decoded into a Go value of type t must be ("must be a
+// number"), never Go's type names (float64, int).
+func mustBe(t reflect.Type) string {
+	switch {
+	case isInteger(t):
+		return "must be a whole number"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "must be a number"
+	case t.Kind() == reflect.String:
+		return "must be a string"
+	case t.Kind() == reflect.Bool:
+		return "must be true or false"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		return "must be an array"
+	}
+	return "must be an object"
+}
+
+// isInteger reports whether t is one of Go's integer types.
+func isInteger(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 // toError is the single mapping from Go errors to API errors and HTTP statuses.

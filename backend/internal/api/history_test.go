@@ -175,7 +175,7 @@ func TestRunHistoryEndpoints(t *testing.T) {
 		{"empty outcome: no filter", "GET", "/api/runs?outcome=", "", 200, []string{`"total":4`}},
 		{"huge bad outcome cut", "GET", "/api/runs?outcome=" + strings.Repeat("x", 5000), "", 400,
 			[]string{`"outcome":"\"` + strings.Repeat("x", 64) + `…\" is not one of`}},
-		{"bad outcome", "GET", "/api/runs?outcome=passed,ok", "", 400, []string{`"bad_request"`, `"outcome":"\"ok\" is not one of passed, finished_with_errors, failed"`}},
+		{"bad outcome", "GET", "/api/runs?outcome=passed,ok", "", 400, []string{`"bad_request"`, `"outcome":"\"ok\" is not one of passed, finished_with_errors, failed, stopped"`}},
 		{"from/to", "GET", "/api/runs?from=2026-03-01T12:30:00Z&to=2026-03-01T14:00:00%2B00:00", "", 200, []string{`"total":1`, fmt.Sprintf(`"id":%d`, r2)}},
 		{"sort rps desc", "GET", "/api/runs?sort=rps&limit=1", "", 200, []string{fmt.Sprintf(`"id":%d`, r2)}},
 		{"sort error rate", "GET", "/api/runs?sort=error_rate&order=desc&limit=1", "", 200, []string{fmt.Sprintf(`"id":%d`, r2)}},

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,20 +229,10 @@ func decodeProblem(body []byte, err error) (field, msg string) {
 		if field == "" {
 			return "body", "the body must be a JSON object: a run file (volley run --out)"
 		}
-		switch te.Type.Kind() {
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if isInteger(te.Type) {
 			return field, fmt.Sprintf("must be an integer from 0 to %g", metrics.MaxFileNumber)
-		case reflect.Float32, reflect.Float64:
-			return field, "must be a number"
-		case reflect.String:
-			return field, "must be a string"
-		case reflect.Bool:
-			return field, "must be true or false"
-		case reflect.Slice, reflect.Array:
-			return field, "must be an array"
 		}
-		return field, "must be an object"
+		return field, mustBe(te.Type)
 	case errors.As(err, &se):
 		return cmp.Or(jsonPathAt(body, se.Offset), "body"), fmt.Sprintf("not valid JSON at byte %d: %s", se.Offset, se.Error())
 	case errors.As(err, &pe):

@@ -44,14 +44,23 @@ type Change struct {
 // recorded (the caller gets the event with the error). When none did, Unwrap gives
 // engine.ErrNotRunning, engine.ErrNotControllable or engine.ErrTooManyChanges when that is the
 // agent's reason; a change some agents applied unwraps to nothing (it is not "not running").
+//
+// Local says Agent is this server's in-process agent (a single-machine run, localagent; set by
+// whoever asked it): Error then speaks of the local engine, not of an agent as if it were a
+// remote machine.
 type ControlError struct {
 	Agent   string
 	Reason  string
 	Applied []string
+	Local   bool
 	err     error
 }
 
 func (e *ControlError) Error() string {
+	if e.Local { // the reason without the agent's own "agent ID: " (ChangeReply)
+		reason, _ := strings.CutPrefix(e.Reason, "agent "+e.Agent+": ")
+		return "the local engine did not apply the change: " + reason
+	}
 	msg := fmt.Sprintf("agent %q did not apply the change: %s", e.Agent, e.Reason)
 	if len(e.Applied) > 0 {
 		msg += fmt.Sprintf(" (applied by %s: the run's load changed on those agents)", strings.Join(e.Applied, ", "))
@@ -163,6 +172,7 @@ func (r *run) change(ctx context.Context, ch Change) (metrics.RunEvent, error) {
 	ev := metrics.RunEvent{Kind: "vus", By: ch.By}
 	if ch.VUs != nil {
 		m.Kind, ev.To = ControlSetVUs, float64(*ch.VUs)
+		r.merger.RaiseVUs(*ch.VUs) // before any agent holds them: its seconds may show them
 	} else {
 		m.Kind, ev.Kind, ev.To = ControlSetRate, "rate", *ch.Rate
 	}

@@ -40,7 +40,7 @@ func TestMergedSecondsCountByDueSecond(t *testing.T) {
 			if k >= len(seconds[j]) {
 				t.Fatalf("agent %s has %d seconds, agent a %d", agents[j], len(seconds[j]), len(seconds[0]))
 			}
-			if err := m.CheckPart(seconds[j][k]); err != nil {
+			if err := m.CheckPart(j, seconds[j][k]); err != nil {
 				t.Fatalf("agent %s, second %d: %v", agents[j], k+1, err)
 			}
 			parts[j] = seconds[j][k]

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/segment"
 )
 
 // The exact merge of a run over agents (docs/scale-out.md, "Merging exactly"). Each agent's
@@ -150,6 +152,11 @@ type Merger struct {
 	weights []int
 	total   int  // the weights' sum
 	single  bool // the plan has one request name: its figures are the run's
+	// seq is the parts' split (nil: weights that do not split; no cap on the VUs CheckPart
+	// believes); peakVUs the most VUs the whole run may hold at once: the plan's peak
+	// (plan.Load.PeakVUs), raised by live changes (RaiseVUs; atomic: live control's goroutine).
+	seq     *segment.Sequence
+	peakVUs atomic.Int64
 
 	dec     metrics.HistDecoder
 	enc     metrics.HistEncoder
@@ -200,7 +207,21 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 		distinct[r.Name] = true
 	}
 	m.single = len(distinct) <= 1
+	m.seq, _ = segment.New(weights...)
+	m.peakVUs.Store(int64(c.Plan.Load.PeakVUs()))
 	return m
+}
+
+// RaiseVUs makes n VUs, run-wide, a count the run may hold (a live change to n VUs, asked of the
+// agents): the peak CheckPart caps an agent's active VUs by becomes at least n. Safe to call
+// from another goroutine than the merging one.
+func (m *Merger) RaiseVUs(n int) {
+	for v := int64(n); ; {
+		old := m.peakVUs.Load()
+		if v <= old || m.peakVUs.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 // Second merges second sec (1-based) from parts, one per agent in part order; a nil part is
@@ -518,11 +539,14 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	return sum, nil
 }
 
-// CheckPart says why an agent's second cannot be merged (nil: it can): a negative count, more
-// successes or errors than requests, or a histogram (the second's or a request name's) that does
-// not decode or holds more latencies than histSlack allows for the requests it is of.
-// Interrupted requests are not among the requests, so they are not compared.
-func (m *Merger) CheckPart(p *SecondPart) error {
+// CheckPart says why agent i's (part order) second cannot be merged (nil: it can): a negative
+// count, more successes or errors than requests, or a histogram (the second's or a request
+// name's) that does not decode or holds more latencies than histSlack allows for the requests it
+// is of. Interrupted requests are not among the requests, so they are not compared. The VUs
+// histSlack allows for are the part's active VUs, but at most agent i's share of the run's peak
+// VUs (its segment's count of the plan's peak, or of a larger live change: RaiseVUs): a hostile
+// agent's absurd active_vus buys it no slack.
+func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	s := &p.Sample
 	switch {
 	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
@@ -531,11 +555,15 @@ func (m *Merger) CheckPart(p *SecondPart) error {
 	case s.Successes > s.Requests || s.Errors > s.Requests:
 		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)
 	}
-	if err := m.checkHist(p.Hist, histSlack(s.Requests, s.ActiveVUs)); err != nil {
+	vus := s.ActiveVUs
+	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
+		vus = min(vus, m.seq.Segment(i).Count(m.peakVUs.Load()))
+	}
+	if err := m.checkHist(p.Hist, histSlack(s.Requests, vus)); err != nil {
 		return err
 	}
 	for name, h := range p.NameHists {
-		if err := m.checkHist(h, histSlack(s.ByName[name].Requests, s.ActiveVUs)); err != nil {
+		if err := m.checkHist(h, histSlack(s.ByName[name].Requests, vus)); err != nil {
 			return fmt.Errorf("request name %q: %w", name, err)
 		}
 	}
@@ -548,7 +576,8 @@ func (m *Merger) CheckPart(p *SecondPart) error {
 // its request's count (each VU may be one ahead), and the counters and the histogram's buckets are
 // read one after the other, not at one instant, so the requests that finish during the read (up
 // to a quarter second of them at the second's rate, a stalled reader on a busy machine) are in
-// this second's histogram and the next second's count. The bound refuses the impossible (a
+// this second's histogram and the next second's count. vus is the agent's active VUs capped by
+// its share of the run's peak (CheckPart), so a lie about them does not widen the bound. The bound refuses the impossible (a
 // hostile agent's millions of latencies for a handful of requests), not the reading's skew; the
 // run's totals are exact either way (the final is read after the VUs stop).
 func histSlack(requests, vus int64) int64 { return requests + vus + requests/4 + 64 }

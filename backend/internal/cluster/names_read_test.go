@@ -39,7 +39,7 @@ func TestNameHistogramsMatchTheirCounts(t *testing.T) {
 				continue
 			}
 			checked++
-			if err := m.CheckPart(p); err != nil {
+			if err := m.CheckPart(j, p); err != nil {
 				t.Errorf("agent %s, second %d (%d requests): %v", agents[j], k+1, p.Sample.Requests, err)
 			}
 		}

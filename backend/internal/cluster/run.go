@@ -920,7 +920,7 @@ func (r *run) take(m incoming) {
 	if _, dup := r.seen[i][s.Second]; dup {
 		return
 	}
-	if err := r.merger.CheckPart(s.Part); err != nil {
+	if err := r.merger.CheckPart(i, s.Part); err != nil {
 		// impossible figures (a broken or hostile agent): its share of the second is missing
 		r.once("malformed part "+m.agent, "ignoring a second with impossible figures", "agent", m.agent, "second", s.Second, "err", err)
 		return

@@ -199,7 +199,7 @@ func writeVocabulary(b *strings.Builder) {
 	fmt.Fprintf(b, "/** http.compression: the content codings Accept-Encoding may ask for. */\nexport const COMPRESSIONS = %s as const;\n", list(plan.Compressions))
 	fmt.Fprintf(b, "\n/** A run's status. */\nexport const RUN_STATUSES = %s as const;\nexport type RunStatus = (typeof RUN_STATUSES)[number];\n", list(api.RunStatuses()))
 	fmt.Fprintf(b, "/** An ended run's outcome (docs/api.md, \"Run outcomes\"); \"\" while it runs. */\nexport const RUN_OUTCOMES = %s as const;\nexport type RunOutcome = (typeof RUN_OUTCOMES)[number];\n",
-		list([]string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed}))
+		list([]string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed, metrics.OutcomeStopped}))
 	fmt.Fprintf(b, "/** The highest error rate (0…1) of a passed run. */\nexport const MAX_PASSED_ERROR_RATE = %v;\n", metrics.MaxPassedErrorRate)
 }
 

@@ -220,20 +220,12 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 		fmt.Fprintf(w, "# TYPE volley_process_cpu_seconds_total counter\nvolley_process_cpu_seconds_total{process=\"nginx\"} %g\n"+
 			"# TYPE volley_process_resident_memory_bytes gauge\nvolley_process_resident_memory_bytes{process=\"nginx\"} 5e+06\n", 0.5*time.Since(began).Seconds())
 	})
-	compile := func(js string) *plan.Compiled {
-		t.Helper()
-		c, err := plan.ParseCompiled([]byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	checked := compile(fmt.Sprintf(`{"name":"one path","think_time":"50ms","flow":"sequence",
+	checked := compiled(t, fmt.Sprintf(`{"name":"one path","think_time":"50ms","flow":"sequence",
 		"requests":[{"name":"ok","url":%q,"checks":[{"type":"status","op":"eq","value":200}]},
 		            {"name":"bad","url":%q,"checks":[{"type":"status","op":"eq","value":200}]}],
 		"load":{"executor":"per-vu-iterations","vus":2,"iterations":25,"max_duration":"30s"},
 		"thresholds":["p(95)<5s"],"http":{"timeout":"5s"}}`, tg.URL+"/ok", tg.URL+"/bad"))
-	sweep := compile(fmt.Sprintf(`{"name":"sweep","think_time":"20ms","requests":[{"url":%q}],
+	sweep := compiled(t, fmt.Sprintf(`{"name":"sweep","think_time":"20ms","requests":[{"url":%q}],
 		"load":{"executor":"concurrency-sweep","levels":[1,2],"step_duration":"2s"},
 		"monitors":[{"type":"process","name":"srv","url":%q}]}`, tg.URL+"/ok", mon.URL+"/metrics"))
 
@@ -241,11 +233,7 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 	if len(before) != 2 { // the targets': the helper sees this process's listeners
 		t.Fatalf("listening before: %v, want the two targets'", before)
 	}
-	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := startLocal(t)
 	var during []string
 	direct, local := both(t, l, 1, checked, tg, func() { during = listening(t) })
 	for name, r := range map[string]run{"direct": direct, "local agent": local} {
@@ -284,12 +272,7 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 // merge and the summary. Its allocs/op and B/op are the figures to read on a busy machine;
 // ns/op wants a quiet one (bench/onepath.sh measures whole runs' CPU per request).
 func BenchmarkRunOverhead(b *testing.B) {
-	tg := testutil.NewTarget(b, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"overhead","requests":[{"url":%q}],
-		"load":{"executor":"per-vu-iterations","vus":1,"iterations":1}}`, tg.URL)))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := iterations(b, okTarget(b), 1)
 	ctx := context.Background()
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
@@ -304,11 +287,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 		}
 	})
 	b.Run("local agent", func(b *testing.B) {
-		l, err := Start(Config{Version: "1.2.3", Log: quiet()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer l.Close()
+		l := startLocal(b)
 		b.ReportAllocs()
 		var run int64
 		for b.Loop() {

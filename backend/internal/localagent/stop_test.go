@@ -27,7 +27,8 @@ import (
 // request it sent counted once (the target's count, the seconds', the summary's) — stopped
 // before the run began (before Prepare), as its start goes out (between the start broadcast and
 // the start instant, InProcessStartDelay), and a few milliseconds in. After each, the agent
-// takes the next run at once (it is not left prepared or busy).
+// takes the next run at once (it is not left prepared or busy). One stopped before any request
+// has the outcome "stopped", not "failed".
 func TestLocalRunStoppedAtOnce(t *testing.T) {
 	tg, l := okTarget(t), startLocal(t)
 	c := compiled(t, fmt.Sprintf(`{"name":"stop","think_time":"10ms","requests":[{"url":%q}],
@@ -45,6 +46,10 @@ func TestLocalRunStoppedAtOnce(t *testing.T) {
 		}
 		if sum.Requests != sent || n != sent || sum.Agents != 0 {
 			t.Errorf("%s: the target saw %d requests, the seconds count %d, the summary %d (agents %d)", name, sent, n, sum.Requests, sum.Agents)
+		}
+		// stopped before any request: the user stopped it, nothing failed
+		if o := sum.Outcome("stopped"); sum.Requests == 0 && o != metrics.OutcomeStopped {
+			t.Errorf("%s: outcome %q with no request, want %q", name, o, metrics.OutcomeStopped)
 		}
 	}
 	collect := func(mu *sync.Mutex, into *[]metrics.Sample) func(metrics.Sample) {
@@ -122,12 +127,12 @@ func TestLocalAgentNeverFences(t *testing.T) {
 }
 
 // okTarget is a loopback target that answers "ok".
-func okTarget(t *testing.T) *testutil.Target {
+func okTarget(t testing.TB) *testutil.Target {
 	return testutil.NewTarget(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 }
 
-// startLocal starts a local agent, closed at the test's end.
-func startLocal(t *testing.T) *Local {
+// startLocal starts a local agent, closed at the test's (or benchmark's) end.
+func startLocal(t testing.TB) *Local {
 	t.Helper()
 	l, err := Start(Config{Version: "1.2.3", Log: quiet()})
 	if err != nil {
@@ -138,7 +143,7 @@ func startLocal(t *testing.T) *Local {
 }
 
 // compiled is plan js compiled.
-func compiled(t *testing.T, js string) *plan.Compiled {
+func compiled(t testing.TB, js string) *plan.Compiled {
 	t.Helper()
 	c, err := plan.ParseCompiled([]byte(js))
 	if err != nil {
@@ -148,7 +153,7 @@ func compiled(t *testing.T, js string) *plan.Compiled {
 }
 
 // iterations is a plan of one VU sending n requests to tg.
-func iterations(t *testing.T, tg *testutil.Target, n int) *plan.Compiled {
+func iterations(t testing.TB, tg *testutil.Target, n int) *plan.Compiled {
 	return compiled(t, fmt.Sprintf(`{"name":"one","requests":[{"url":%q}],
 		"load":{"executor":"per-vu-iterations","vus":1,"iterations":%d}}`, tg.URL, n))
 }
@@ -156,25 +161,35 @@ func iterations(t *testing.T, tg *testutil.Target, n int) *plan.Compiled {
 // Closing the local agent (volley serve's shutdown) logs no warning: its connection closed on
 // purpose is not "lost the controller; reconnecting".
 func TestCloseLogsNoWarning(t *testing.T) {
-	var mu sync.Mutex
-	var buf bytes.Buffer
 	closed := make(chan struct{})
 	testOptions = []nats.Option{nats.ClosedHandler(func(*nats.Conn) { close(closed) })} // after the disconnect handler
 	defer func() { testOptions = nil }()
-	l, err := Start(Config{Version: "1.2.3", Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	log, logged := lockedLog(slog.LevelWarn)
+	l, err := Start(Config{Version: "1.2.3", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	<-closed // nats.go calls the connection's handlers in order on a goroutine of its own
-	mu.Lock()
-	defer mu.Unlock()
-	if buf.Len() > 0 {
-		t.Errorf("warnings at Close: %s", buf.String())
+	if s := logged(); s != "" {
+		t.Errorf("warnings at Close: %s", s)
+	}
+}
+
+// lockedLog is a logger of the records at level or above and a function returning what it has
+// logged so far (safe while the agent's goroutines log).
+func lockedLog(level slog.Level) (*slog.Logger, func() string) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
 	}
 }
 
@@ -187,22 +202,15 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func TestAgentPanicIsNotTheServersEnd(t *testing.T) {
 	runAgent = func(context.Context, agent.Config) error { panic("boom") }
 	defer func() { runAgent = agent.Run }()
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	l, err := Start(Config{Version: "1.2.3", Log: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	}), nil))})
+	log, logged := lockedLog(slog.LevelInfo)
+	l, err := Start(Config{Version: "1.2.3", Log: log})
 	if err == nil || !strings.Contains(err.Error(), "the local agent stopped: internal error in the local agent: boom") {
 		t.Errorf("Start: %v, want the agent's panic", err)
 	}
 	if l != nil {
 		l.Close()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(buf.String(), "the local agent stopped: panic") {
-		t.Errorf("log: %s", buf.String())
+	if s := logged(); !strings.Contains(s, "the local agent stopped: panic") {
+		t.Errorf("log: %s", s)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // Outcomes of an ended run: how it went, as the screens, the CLI and the exports say it. A run's
 // status (finished, stopped, failed, interrupted) says how it ended; its outcome says whether
-// the target answered.
+// the target answered (or, OutcomeStopped, that it was never asked).
 const (
 	// OutcomePassed: at least one successful response, an error rate of at most
 	// MaxPassedErrorRate and no failed threshold.
@@ -20,6 +20,9 @@ const (
 	// OutcomeFailed: no successful response at all (no request sent, or every request failed),
 	// or the run itself failed or was interrupted (status failed or interrupted).
 	OutcomeFailed = "failed"
+	// OutcomeStopped: a run the user stopped (status stopped) before any request completed — e.g.
+	// stopped before its start instant: nothing was tested, so nothing failed.
+	OutcomeStopped = "stopped"
 )
 
 // MaxPassedErrorRate is the highest error rate (errors / requests, 0…1) of a passed run: 5 %.
@@ -41,6 +44,8 @@ func OutcomeOf(status string, requests int64, errorRate float64, thresholdsOK *b
 		return ""
 	}
 	switch {
+	case requests <= 0 && status == "stopped":
+		return OutcomeStopped
 	case requests <= 0 || errorRate >= 1:
 		return OutcomeFailed
 	case errorRate > MaxPassedErrorRate || (thresholdsOK != nil && !*thresholdsOK):

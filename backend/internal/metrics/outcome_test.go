@@ -19,6 +19,11 @@ func TestOutcomeRule(t *testing.T) {
 		{"finished", 100, 0.99, nil, OutcomeFinishedWithErrors},
 		{"finished", 100, 1, nil, OutcomeFailed}, // no successful response
 		{"finished", 0, 0, nil, OutcomeFailed},   // no request at all
+		{"stopped", 0, 0, nil, OutcomeStopped},   // stopped before any request: nothing failed
+		{"stopped", 0, 1, &no, OutcomeStopped},
+		{"failed", 0, 0, nil, OutcomeFailed},
+		{"interrupted", 0, 0, nil, OutcomeFailed},
+		{"stopped", 1, 1, nil, OutcomeFailed}, // stopped after a request that failed
 		{"stopped", 235356, 1, &no, OutcomeFailed},
 		{"failed", 100, 0, &yes, OutcomeFailed},
 		{"interrupted", 100, 0, nil, OutcomeFailed},

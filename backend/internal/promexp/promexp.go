@@ -62,7 +62,7 @@ func New(version string, clients func() int) *Exporter {
 	})
 	e.runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "volley_runs_finished_total",
-		Help: "Runs ended since the server started, by status (finished, stopped, failed, interrupted) and outcome (passed, finished_with_errors, failed).",
+		Help: "Runs ended since the server started, by status (finished, stopped, failed, interrupted) and outcome (passed, finished_with_errors, failed, stopped).",
 	}, []string{"status", "outcome"})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "volley_build_info", Help: "Always 1; the version label is Volley's version.",

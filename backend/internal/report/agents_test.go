@@ -38,8 +38,8 @@ func TestReportOfARunOverAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if !strings.HasSuffix(lines[0], ",generator_bound,missing_share,missing_agents") || !strings.HasSuffix(lines[1], ",false,0,") ||
-		!strings.HasSuffix(lines[2], ",false,0.5,gen-b") {
+	if !strings.HasSuffix(lines[0], ",dropped_iterations,missing_share,missing_agents") || !strings.HasSuffix(lines[1], ",false,0,0,0,") ||
+		!strings.HasSuffix(lines[2], ",false,0,0,0.5,gen-b") {
 		t.Errorf("CSV:\n%s", buf.String())
 	}
 

@@ -299,6 +299,8 @@ func outcomeReason(r Report, outcome string, t func(string, ...any) string) stri
 		return strings.Join(why, t("why.join"))
 	case metrics.OutcomePassed:
 		return t("why.passed", "max", pctText(metrics.MaxPassedErrorRate))
+	case metrics.OutcomeStopped:
+		return t("why.stopped")
 	}
 	return ""
 }

@@ -93,9 +93,11 @@ func WriteJSON(w io.Writer, r Report) error {
 
 // CSVHeader is the CSV export's header. t is the end of the second in unix milliseconds; the
 // latency columns are milliseconds, empty in a second without a successful response (unknown,
-// not 0); cpu_percent is of one core.
+// not 0); cpu_percent is of one core; started_iterations and dropped_iterations are the
+// second's (metrics.Sample: open models count them by the second they were due in; a closed
+// model's started_iterations are 0).
 var CSVHeader = []string{"elapsed_s", "t", "requests", "rps", "errors", "p50", "p90", "p95", "p99", "max",
-	"active_vus", "cpu_percent", "rss_bytes", "generator_bound"}
+	"active_vus", "cpu_percent", "rss_bytes", "generator_bound", "started_iterations", "dropped_iterations"}
 
 // AgentsCSVHeader are the CSV columns of a run over agents: the share of the second's work
 // missing (0-1) and the agents it was theirs, joined with ";".
@@ -131,7 +133,7 @@ func WriteCSV(w io.Writer, samples []metrics.Sample) error {
 		row := []string{strconv.Itoa(s.ElapsedS), strconv.FormatInt(s.T, 10), strconv.FormatInt(s.Requests, 10),
 			f(s.RPS), strconv.FormatInt(s.Errors, 10), lat[0], lat[1], lat[2], lat[3], lat[4],
 			strconv.FormatInt(s.ActiveVUs, 10), f(s.Client.CPUPercent), strconv.FormatUint(s.Client.RSSBytes, 10),
-			strconv.FormatBool(s.GeneratorBound)}
+			strconv.FormatBool(s.GeneratorBound), strconv.FormatInt(s.StartedIterations, 10), strconv.FormatInt(s.DroppedIterations, 10)}
 		if ws {
 			row = append(row, wsCSVRow(&s)...)
 		}

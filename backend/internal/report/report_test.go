@@ -251,6 +251,7 @@ func TestHTMLLongRunIsDownsampled(t *testing.T) {
 func TestCSV(t *testing.T) {
 	var buf bytes.Buffer
 	r := fixture(3)
+	r.Samples[2].StartedIterations, r.Samples[2].DroppedIterations = 1001, 7 // an open model's second
 	if err := WriteCSV(&buf, r.Samples); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +259,10 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 4 || strings.Join(rows[0], ",") != "elapsed_s,t,requests,rps,errors,p50,p90,p95,p99,max,active_vus,cpu_percent,rss_bytes,generator_bound" {
+	if len(rows) != 4 || strings.Join(rows[0], ",") != "elapsed_s,t,requests,rps,errors,p50,p90,p95,p99,max,active_vus,cpu_percent,rss_bytes,generator_bound,started_iterations,dropped_iterations" {
 		t.Fatalf("rows %v", rows)
 	}
-	want := fmt.Sprintf("3,%d,1003,1003,0,1,2,3.3,5,20,10,55.5,52428800,true", r.Samples[2].T)
+	want := fmt.Sprintf("3,%d,1003,1003,0,1,2,3.3,5,20,10,55.5,52428800,true,1001,7", r.Samples[2].T)
 	if got := strings.Join(rows[3], ","); got != want {
 		t.Errorf("row 3: %s, want %s", got, want)
 	}

@@ -22,7 +22,7 @@ h3 { font-size: 14px; margin: 14px 0 6px; }
 .warn { background: #fef3c7; border: 1px solid #f59e0b; border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
 .err { color: #b91c1c; }
 .outcome b { padding: 1px 8px; border-radius: 999px; }
-.outcome.passed b { background: #dcfce7; color: #15803d; } .outcome.finished_with_errors b { background: #fef3c7; color: #b45309; } .outcome.failed b { background: #fee2e2; color: #b91c1c; }
+.outcome.passed b { background: #dcfce7; color: #15803d; } .outcome.finished_with_errors b { background: #fef3c7; color: #b45309; } .outcome.failed b { background: #fee2e2; color: #b91c1c; } .outcome.stopped b { background: #e5e7eb; color: #374151; }
 .why { color: #4b5563; }
 .figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }
 .figure { background: #fff; border: 1px solid #e5e7eb; border-radius: 6px; padding: 8px 12px; }

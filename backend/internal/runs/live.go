@@ -29,8 +29,8 @@ type Run struct {
 	// ThresholdsOK: whether every threshold passed; null when the plan has none or the run has
 	// not ended.
 	ThresholdsOK *bool `json:"thresholds_ok"`
-	// Outcome is how an ended run went (metrics.OutcomeOf): "passed", "finished_with_errors" or
-	// "failed"; "" while it runs.
+	// Outcome is how an ended run went (metrics.OutcomeOf): "passed", "finished_with_errors",
+	// "failed" or "stopped" (stopped before any request completed); "" while it runs.
 	Outcome string  `json:"outcome"`
 	Notes   string  `json:"notes"`
 	Tags    TagList `json:"tags"`
@@ -106,7 +106,7 @@ func (k *HubSink) Failing(runID int64, err error) {
 
 // Finish implements runner.Sink: the summary message ends the topic.
 func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, sum *metrics.Summary, runErr error) {
-	r := Run{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC()), Error: endMessage(sum, runErr)}
+	r := Run{ID: runID, Status: status, StartedAt: started.UTC(), EndedAt: ptr(ended.UTC()), Error: endMessage(status, sum, runErr)}
 	if k.Runs != nil {
 		if st, err := k.Runs.GetRun(context.Background(), runID); err == nil {
 			r.PlanID, r.PlanName, r.Notes, r.Tags = st.PlanID, st.PlanName, st.Notes, st.Tags
@@ -125,13 +125,14 @@ func (k *HubSink) Finish(runID int64, status string, started, ended time.Time, s
 	k.Hub.Close(runID, summaryMessage(data, r))
 }
 
-// endMessage is the error stored with an ended run: runErr's text, or for a run that ended
-// without a successful response, why (metrics.Summary.NoSuccessMessage); "" otherwise.
-func endMessage(sum *metrics.Summary, runErr error) string {
+// endMessage is the error stored with a run that ended with status: runErr's text, or for a run
+// that ended without a successful response, why (metrics.Summary.NoSuccessMessage); "" otherwise
+// — also for a run stopped before any request (metrics.OutcomeStopped: nothing failed).
+func endMessage(status string, sum *metrics.Summary, runErr error) string {
 	switch {
 	case runErr != nil:
 		return runErr.Error()
-	case sum != nil:
+	case sum != nil && sum.Outcome(status) != metrics.OutcomeStopped:
 		return sum.NoSuccessMessage()
 	}
 	return ""

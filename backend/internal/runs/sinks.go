@@ -254,7 +254,7 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate,
 			ThresholdsOK: thresholdsOK(sum), ServerCPUMax: ServerCPUMax(sum), Agents: sum.Agents, Degraded: sum.Degraded}
 	}
-	msg := endMessage(sum, runErr)
+	msg := endMessage(status, sum, runErr)
 	if k.failErr != nil {
 		status = store.StatusFailed
 		if runErr == nil || !errors.Is(runErr, k.failErr) {

@@ -15,10 +15,10 @@ const (
 	ThresholdsFailed = "failed"
 )
 
-// RunOutcomes are the values of the runs.outcome column (migrations/00006, which computes it
+// RunOutcomes are the values of the runs.outcome column (migrations/00010, which computes it
 // from status, requests, error_rate and thresholds_ok as metrics.OutcomeOf does) and of
 // RunFilter.Outcomes; a running run's outcome is NULL.
-var RunOutcomes = []string{"passed", "finished_with_errors", "failed"}
+var RunOutcomes = []string{"passed", "finished_with_errors", "failed", "stopped"}
 
 // Tag and note bounds (the API validates against them; the store refuses anything else too).
 const (

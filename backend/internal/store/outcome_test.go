@@ -11,11 +11,11 @@ import (
 	"github.com/volley-load/volley/backend/internal/metrics"
 )
 
-// The runs.outcome column (migrations/00006) is metrics.OutcomeOf of the run's stored status,
+// The runs.outcome column (migrations/00010) is metrics.OutcomeOf of the run's stored status,
 // requests, error rate and thresholds, for every combination around the rule's edges (running
 // runs have none), and ListRuns' outcome filter selects exactly the runs with those outcomes.
 func TestOutcomeColumnIsOutcomeOf(t *testing.T) {
-	if !slices.Equal(RunOutcomes, []string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed}) {
+	if !slices.Equal(RunOutcomes, []string{metrics.OutcomePassed, metrics.OutcomeFinishedWithErrors, metrics.OutcomeFailed, metrics.OutcomeStopped}) {
 		t.Fatalf("RunOutcomes %v are not metrics' outcomes", RunOutcomes)
 	}
 	s := newStore(t)

@@ -21,6 +21,7 @@ describe('StatusBadge', () => {
       ['finished', 'failed', 'failed', 'finished · ✗ failed'],
       ['stopped', 'failed', 'failed', 'stopped · ✗ failed'],
       ['failed', 'failed', 'failed', 'failed'],
+      ['stopped', 'stopped', 'stopped', 'stopped'], // stopped before any request: the status says it
     ];
     for (const [status, outcome, cls, text] of cases) {
       const { container, unmount } = render(StatusBadge, { status, outcome, error: 'no successful response: 9 connect_refused (of 9 requests)' });

@@ -155,6 +155,19 @@ describe('SummaryCard, the verdict', () => {
     expect(container.querySelector('[data-testid=generator-trust]')).toBeNull();
   });
 
+  it('a run stopped before any request: a neutral note that nothing was tested, not a failure', () => {
+    const none = { ...dead, requests: 0, errors: 0, rps: 0, seconds: 0, error_kinds: {} };
+    const { container } = render(SummaryCard, { summary: none, outcome: 'stopped' });
+    const v = container.querySelector('[data-testid=run-verdict]')!;
+    expect(v.getAttribute('data-outcome')).toBe('stopped');
+    expect(v.classList.contains('info')).toBe(true);
+    expect(v.textContent).toContain('■ stopped');
+    expect(v.textContent).toContain('nothing was tested');
+    expect(container.textContent).not.toContain('✗ failed');
+    expect(container.querySelector('[data-testid=generator-trust]')).toBeNull();
+    expect(container.querySelector('[data-testid=summary-throughput] .value.bad')).toBeNull();
+  });
+
   it('a passed run says passed, and the generator note stays', () => {
     const { container } = render(SummaryCard, { summary: { ...summary, errors: 0, successes: 123456, thresholds: [], seconds: 10, generator_bound_seconds: 0 }, outcome: 'passed' });
     const v = container.querySelector('[data-testid=run-verdict]')!;

@@ -149,7 +149,7 @@ export const COMPRESSIONS = ['gzip', 'deflate', 'br', 'zstd'] as const;
 export const RUN_STATUSES = ['running', 'finished', 'stopped', 'failed', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 /** An ended run's outcome (docs/api.md, "Run outcomes"); "" while it runs. */
-export const RUN_OUTCOMES = ['passed', 'finished_with_errors', 'failed'] as const;
+export const RUN_OUTCOMES = ['passed', 'finished_with_errors', 'failed', 'stopped'] as const;
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 /** The highest error rate (0…1) of a passed run. */
 export const MAX_PASSED_ERROR_RATE = 0.05;
