@@ -361,6 +361,35 @@ func benchMerge(b *testing.B, names int) {
 	b.ReportMetric(float64(len(big)), "part_bytes@100k_rps")
 }
 
+// BenchmarkOneAgentSecond is what a single-machine run pays each second for going through its
+// in-process agent (issue 14, one code path): one second of 5 000 requests (log-normal latencies,
+// as BenchmarkMergeSecond100Agents) made into the agent's SecondPart and merged by the controller
+// alone (its histogram decoded, merged, its percentiles read). cpu-µs/op is the CPU this costs per
+// second of run, to set against the ≈ 300 ms of CPU that a second at 5 000 requests/s costs the
+// process (bench/onepath.sh).
+func BenchmarkOneAgentSecond(b *testing.B) {
+	c := compile(b, `{"name":"bench","requests":[{"name":"r","url":"http://127.0.0.1:1/"}],
+		"load":{"executor":"constant-arrival-rate","rate":5000,"duration":"10s","pre_allocated_vus":50}}`)
+	rng := rand.New(rand.NewPCG(1, 2))
+	lat := make([]int64, 5000)
+	for i := range lat {
+		lat[i] = int64(5000 * math.Exp(rng.NormFloat64()))
+	}
+	s := metrics.Sample{T: 1000, ElapsedS: 1, IntervalS: 1, Requests: int64(len(lat)), Successes: int64(len(lat)),
+		StatusCodes: map[string]int64{"200": int64(len(lat))}, ActiveVUs: 50, StartedIterations: int64(len(lat)),
+		ByName: map[string]metrics.NameSample{"r": {Requests: int64(len(lat))}}}
+	s.Hist, s.LatencySumUs = encode(lat)
+	m := NewMerger(c, []string{"local"}, []int{1})
+	sec := 0
+	cpu := testutil.ProcessCPU()
+	for b.Loop() {
+		sec++
+		s.ElapsedS, s.T = sec, int64(1000*sec)
+		m.Second(sec, []*SecondPart{NewSecondPart(s)})
+	}
+	b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+}
+
 // An agent whose collector stalled sends the seconds it passed empty (interval_s 0) and then its
 // reading spanning them: the merged rate is the parts' rates added — the stalled agent's average
 // over its stall plus the others' second — not all the requests over the longest interval.

@@ -269,13 +269,16 @@ func TestLocalRunIsTheEnginesRun(t *testing.T) {
 // BenchmarkRunOverhead is what one run costs through the local agent against the engine
 // directly (plan: 1 VU, 1 iteration, one loopback request), so that the difference is the local
 // agent's fixed cost per run: Prepare, the start, the seconds and the final over the bus, the
-// merge and the summary. Its allocs/op and B/op are the figures to read on a busy machine;
-// ns/op wants a quiet one (bench/onepath.sh measures whole runs' CPU per request).
+// merge and the summary. cpu-ms/op is the process's CPU time per run (user + system, the
+// in-process target's included, the same on both paths); ns/op is wall time, which holds the
+// local agent's start delay (cluster.InProcessStartDelay, idle). Its allocs/op and B/op are the
+// figures to read on a busy machine; cpu-ms/op wants a quiet one.
 func BenchmarkRunOverhead(b *testing.B) {
 	c := iterations(b, okTarget(b), 1)
 	ctx := context.Background()
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
+		cpu := testutil.ProcessCPU()
 		for b.Loop() {
 			eng, err := engine.New(c, engine.Options{OnSample: func(metrics.Sample) {}})
 			if err != nil {
@@ -285,16 +288,19 @@ func BenchmarkRunOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	})
 	b.Run("local agent", func(b *testing.B) {
 		l := startLocal(b)
 		b.ReportAllocs()
 		var run int64
+		cpu := testutil.ProcessCPU()
 		for b.Loop() {
 			run++
 			if _, err := l.Run(ctx, run, c, func(metrics.Sample) {}); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N)/1e6, "cpu-ms/op")
 	})
 }
