@@ -19,6 +19,10 @@ ALTER TABLE runs ADD COLUMN outcome TEXT GENERATED ALWAYS AS (
     END
 ) VIRTUAL;
 CREATE INDEX runs_by_outcome ON runs (outcome, started_at);
+-- Such a run stored before this rule kept the error the old one gave it; a 'stopped' run failed
+-- at nothing, so it has none (runs.endMessage), also when it was stored by an older version.
+UPDATE runs SET error = ''
+    WHERE status = 'stopped' AND requests <= 0 AND error = 'no successful response: no request was sent';
 
 -- +goose Down
 DROP INDEX runs_by_outcome;

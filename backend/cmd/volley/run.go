@@ -159,7 +159,7 @@ func runPlan(stdout, stderr io.Writer, path, out string, quiet bool) error {
 		return fail("the run failed: %v", err)
 	}
 	interrupted := ctx.Err() != nil
-	printSummary(stdout, p, sum)
+	printSummaryAs(stdout, p, sum, runStatus(interrupted))
 	if err := runReport.write(p, sum, interrupted); err != nil {
 		return fail("cannot write the report: %v", err)
 	}
@@ -233,9 +233,10 @@ var outcomeStyle = map[string][2]string{
 	metrics.OutcomePassed:             {"PASSED", "32"},               // green
 	metrics.OutcomeFinishedWithErrors: {"FINISHED WITH ERRORS", "33"}, // yellow
 	metrics.OutcomeFailed:             {"FAILED", "31"},               // red
+	metrics.OutcomeStopped:            {"STOPPED", "90"},              // grey
 }
 
-// outcomeWords is a run's outcome (metrics.OutcomeOf) in words, coloured (green, yellow, red)
+// outcomeWords is a run's outcome (metrics.OutcomeOf) in words, coloured (green, yellow, red, grey)
 // when w is a terminal and NO_COLOR is not set (https://no-color.org).
 func outcomeWords(w io.Writer, outcome string) string {
 	o, ok := outcomeStyle[outcome]
@@ -251,11 +252,23 @@ func outcomeWords(w io.Writer, outcome string) string {
 
 func mib(b uint64) string { return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20)) }
 
-func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) {
+// runStatus is the status of a `volley run` that ended (finished) or was interrupted (stopped).
+func runStatus(interrupted bool) string {
+	if interrupted {
+		return "stopped"
+	}
+	return "finished"
+}
+
+func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) { printSummaryAs(w, p, s, "finished") }
+
+// printSummaryAs prints the summary table of a run that ended with status (its outcome: a run
+// stopped before any request is "stopped", with no error).
+func printSummaryAs(w io.Writer, p *plan.Plan, s *metrics.Summary, status string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\n", p.Name)
-	fmt.Fprintf(tw, "outcome\t%s\n", outcomeWords(w, s.Outcome("finished")))
-	if msg := s.NoSuccessMessage(); msg != "" {
+	fmt.Fprintf(tw, "outcome\t%s\n", outcomeWords(w, s.Outcome(status)))
+	if msg := s.EndMessage(status); msg != "" {
 		fmt.Fprintf(tw, "error\t%s\n", msg)
 	}
 	fmt.Fprintf(tw, "requests\t%d\t(%d ok, %d errors, %d interrupted)\n", s.Requests, s.Successes, s.Errors, s.Interrupted)

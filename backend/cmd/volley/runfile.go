@@ -79,11 +79,8 @@ func (r *runSeconds) runFile(p *plan.Plan, sum *metrics.Summary, started, ended 
 		samples = []metrics.FileSample{}
 	}
 	f := metrics.RunFile{Summary: *sum, Version: metrics.RunFileVersion, Plan: plan.MaskSpec(spec), Merged: sum.Hist,
-		Run:     metrics.RunFileRun{ID: id, Status: "finished", StartedAt: started.UTC(), EndedAt: ended.UTC()},
+		Run:     metrics.RunFileRun{ID: id, Status: runStatus(interrupted), StartedAt: started.UTC(), EndedAt: ended.UTC()},
 		Samples: samples}
-	if interrupted {
-		f.Run.Status = "stopped"
-	}
 	b, err := json.MarshalIndent(&f, "", "  ")
 	return append(b, '\n'), err
 }

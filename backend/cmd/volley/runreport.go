@@ -109,10 +109,8 @@ func (r *reportFile) write(p *plan.Plan, sum *metrics.Summary, interrupted bool)
 		return err
 	}
 	defer f.Close()
-	meta := report.Meta{PlanName: p.Name, Status: "finished", Error: sum.NoSuccessMessage()}
-	if interrupted {
-		meta.Status = "stopped"
-	}
+	status := runStatus(interrupted)
+	meta := report.Meta{PlanName: p.Name, Status: status, Error: sum.EndMessage(status)}
 	if len(samples) > 0 {
 		first, last := samples[0], samples[len(samples)-1]
 		for _, s := range samples { // the first reading (a second before it, its collector late, has none)

@@ -64,6 +64,16 @@ func (s *Summary) Outcome(status string) string {
 	return OutcomeOf(status, s.Requests, s.ErrorRate, ok)
 }
 
+// EndMessage is the error of a run that ended with status and this summary without an error of
+// its own: NoSuccessMessage, but "" for a run stopped before any request (OutcomeStopped: it
+// failed at nothing).
+func (s *Summary) EndMessage(status string) string {
+	if s.Outcome(status) == OutcomeStopped {
+		return ""
+	}
+	return s.NoSuccessMessage()
+}
+
 // NoSuccessMessage says why a run without a successful response has none, naming its most
 // frequent error kind and count (e.g. "no successful response: 235356 connect_refused (of
 // 235356 requests)"); "" when the run had a successful response.

@@ -132,8 +132,8 @@ func endMessage(status string, sum *metrics.Summary, runErr error) string {
 	switch {
 	case runErr != nil:
 		return runErr.Error()
-	case sum != nil && sum.Outcome(status) != metrics.OutcomeStopped:
-		return sum.NoSuccessMessage()
+	case sum != nil:
+		return sum.EndMessage(status)
 	}
 	return ""
 }

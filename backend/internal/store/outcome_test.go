@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/migrations"
 )
 
 // The runs.outcome column (migrations/00010) is metrics.OutcomeOf of the run's stored status,
@@ -67,7 +70,7 @@ func TestOutcomeColumnIsOutcomeOf(t *testing.T) {
 			t.Errorf("run %d: outcome column %v, OutcomeOf %q", r.ID, r.Outcome, want[r.ID])
 		}
 	}
-	for _, sel := range [][]string{{"passed"}, {"failed"}, {"finished_with_errors"}, {"passed", "finished_with_errors"}} {
+	for _, sel := range [][]string{{"passed"}, {"failed"}, {"finished_with_errors"}, {"stopped"}, {"passed", "finished_with_errors"}} {
 		runs, total, err := s.ListRuns(ctx, RunFilter{Outcomes: sel, Sort: "started_at", Order: "asc", Limit: MaxRunLimit})
 		if err != nil {
 			t.Fatal(err)
@@ -94,5 +97,67 @@ func TestOutcomeColumnIsOutcomeOf(t *testing.T) {
 	}
 	if txt := fmt.Sprint(plan); !strings.Contains(txt, "runs_by_outcome") {
 		t.Errorf("plan %s does not use runs_by_outcome", txt)
+	}
+}
+
+// A database of an older version holds a run stopped before any request with the old rule's
+// error ("no successful response: no request was sent"); migration 00010 gives it the outcome
+// stopped and clears that error, and leaves every other run's error as it was.
+func TestMigration10ClearsTheErrorOfAStoppedRun(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	sqlDB, err := s.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := goose.NewProvider(goose.DialectSQLite3, sqlDB, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prov.DownTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPlan(t, s, "p")
+	const none = "no successful response: no request was sent"
+	runs := []struct {
+		status   string
+		requests int64
+		rate     float64
+		msg      string
+		outcome  string // after the migration
+		wantMsg  string
+	}{
+		{StatusStopped, 0, 0, none, metrics.OutcomeStopped, ""},
+		{StatusFinished, 0, 0, none, metrics.OutcomeFailed, none},
+		{StatusStopped, 3, 1, "no successful response: 3 requests failed", metrics.OutcomeFailed, "no successful response: 3 requests failed"},
+		{StatusStopped, 5, 0, "", metrics.OutcomePassed, ""},
+		{StatusFailed, 0, 0, none, metrics.OutcomeFailed, none},
+	}
+	ids := make([]int64, len(runs))
+	for i, c := range runs {
+		r, err := s.CreateRun(ctx, p.ID, p.Name, []byte(`{}`), time.Date(2026, 3, 1, 12, 0, i, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = r.ID
+		if err := s.FinishRun(ctx, r.ID, c.status, time.Now(), Progress{DurationS: 1, Requests: c.requests, ErrorRate: c.rate}, nil, nil, c.msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := prov.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range runs {
+		var row struct {
+			Outcome string `gorm:"column:outcome"`
+			Error   string `gorm:"column:error"`
+		}
+		if err := s.DB().Raw("SELECT outcome, error FROM runs WHERE id = ?", ids[i]).Scan(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+		if row.Outcome != c.outcome || row.Error != c.wantMsg {
+			t.Errorf("%s run, %d requests, error %q: outcome %q error %q after 00010, want %q %q",
+				c.status, c.requests, c.msg, row.Outcome, row.Error, c.outcome, c.wantMsg)
+		}
 	}
 }
