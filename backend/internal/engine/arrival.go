@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,9 +33,10 @@ type arrival struct {
 	waiting      atomic.Int64             // VUs holding a claimed, not yet due iteration
 	stopWakeups  func()                   // precise timer wakeups (wakeup_linux.go)
 	override     atomic.Pointer[schedule] // the schedule SetRate made; nil: sched (control.go)
-	// changed is closed, and replaced, when SetRate replaces the schedule or the run stops: VUs
-	// waiting for a claimed iteration wait on it too, and plan it again at once (sleep).
-	changed atomic.Pointer[chan struct{}]
+	// sleepers are the pool's VUs (register), which a change or the stop wakes (wakeAll); wakeMu
+	// guards the list, taken once per VU and once per change, never per iteration.
+	wakeMu   sync.Mutex
+	sleepers []*vu
 }
 
 // newArrival prepares an open model's run over sched with the plan's VU pool.
@@ -42,35 +44,37 @@ func newArrival(e *Engine, sched schedule) *arrival {
 	l := &e.p.Load
 	// A segment's pool is its share of the plan's, at least one VU (it has arrivals to start).
 	pre, peak := max(1, e.share(l.PreAllocatedVUs)), max(1, e.share(max(l.MaxVUs, l.PreAllocatedVUs)))
-	a := &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
-	ch := make(chan struct{})
-	a.changed.Store(&ch)
-	return a
+	return &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
 }
 
-// changes is the channel the next change closes; take it before reading the schedule (cur), so
-// that a change made after that read closes the channel the VU waits on.
-func (a *arrival) changes() <-chan struct{} {
-	if ch := a.changed.Load(); ch != nil {
-		return *ch
-	}
-	return nil // an arrival not made by newArrival (tests): never changes
+// register gives v its own wake channel and lists it for wakeAll (once, as the VU starts).
+func (a *arrival) register(v *vu) {
+	v.woken = make(chan struct{}, 1)
+	a.wakeMu.Lock()
+	a.sleepers = append(a.sleepers, v)
+	a.wakeMu.Unlock()
 }
 
-// wakeAll wakes every VU waiting for a claimed iteration (a new schedule, or the run's stop).
+// wakeAll wakes every VU waiting for a claimed iteration (a new schedule, or the run's stop): a
+// non-blocking send on each VU's own channel, so the VUs share no channel or lock as they wait.
+// A VU not waiting keeps the wake for its next wait, which then ends at once and plans again.
 func (a *arrival) wakeAll() {
-	ch := make(chan struct{})
-	if old := a.changed.Swap(&ch); old != nil {
-		close(*old)
+	a.wakeMu.Lock()
+	defer a.wakeMu.Unlock()
+	for _, v := range a.sleepers {
+		select {
+		case v.woken <- struct{}{}:
+		default:
+		}
 	}
 }
 
 // stopped wakes the waiting VUs when the run stops (Engine.Run): they end at once.
 func (a *arrival) stopped() { a.wakeAll() }
 
-// sleep waits d, or less if changed is closed meanwhile. The VU's timer is made once and reused:
+// sleep waits d, or less if wakeAll wakes v meanwhile. The VU's timer is made once and reused:
 // no allocation per wait.
-func (a *arrival) sleep(v *vu, d time.Duration, changed <-chan struct{}) {
+func (a *arrival) sleep(v *vu, d time.Duration) {
 	if v.wake == nil {
 		v.wake = time.NewTimer(d)
 	} else {
@@ -78,7 +82,7 @@ func (a *arrival) sleep(v *vu, d time.Duration, changed <-chan struct{}) {
 	}
 	select {
 	case <-v.wake.C:
-	case <-changed:
+	case <-v.woken:
 		v.wake.Stop()
 	}
 }
@@ -254,6 +258,7 @@ func (a *arrival) allocatedVUs() int64 { return a.pool.Load() }
 func (a *arrival) loop(v *vu) {
 	e := v.e
 	defer v.claim.Store(0)
+	a.register(v)
 	for {
 		if e.stop.Load() || v.state.Load() == abandoned {
 			return
@@ -262,7 +267,6 @@ func (a *arrival) loop(v *vu) {
 		k := a.next.Add(1) - 1
 		v.claim.Store(k + 1)
 		i := e.opts.Segment.Global(k) // the run's iteration number
-		changed := a.changes()
 		sc := a.cur()
 		due := a.due(sc, i)
 		now := e.now()
@@ -272,8 +276,7 @@ func (a *arrival) loop(v *vu) {
 		if wait := due - now; wait > 0 {
 			a.waiting.Add(1)
 			for wait > 0 && !e.stop.Load() {
-				a.sleep(v, min(wait, parkStep), changed)
-				changed = a.changes()
+				a.sleep(v, min(wait, parkStep))
 				if s := a.cur(); s != sc { // SetRate: plan the claimed iteration again
 					sc = s
 					due = a.due(sc, i)

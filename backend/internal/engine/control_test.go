@@ -186,11 +186,12 @@ func TestSetRateChangesTheArrivals(t *testing.T) {
 func TestWaitingVUWakesAtTheChange(t *testing.T) {
 	e, wait, tg := controlledOpen(t, 1, 1, 1, "3s")
 	a := e.exec.(*arrival)
+	v := &vu{}
+	a.register(v)
 	woke := func(change func()) {
 		t.Helper()
 		done := make(chan struct{})
-		ch := a.changes()
-		go func() { defer close(done); a.sleep(&vu{}, time.Hour, ch) }()
+		go func() { defer close(done); a.sleep(v, time.Hour) }()
 		change()
 		select {
 		case <-done:

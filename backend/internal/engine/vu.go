@@ -58,9 +58,10 @@ type vu struct {
 	rng      *rand.Rand        // made on first use (random think times, weights, {{randInt}}, {{uuid}})
 	timeout  time.Duration
 	state    atomic.Int32
-	claim    atomic.Int64 // open models: the claimed iteration's number + 1 until settled, claiming, settling or 0 (arrival.go)
-	wake     *time.Timer  // open models: the wait for the claimed iteration (arrival.sleep); made on first use
-	scratch  []byte       // bodies nobody reads are dropped through it (httpConn.discard); made on first use
+	claim    atomic.Int64  // open models: the claimed iteration's number + 1 until settled, claiming, settling or 0 (arrival.go)
+	wake     *time.Timer   // open models: the wait for the claimed iteration (arrival.sleep); made on first use
+	woken    chan struct{} // open models: a change or the stop ends that wait (arrival.register, wakeAll)
+	scratch  []byte        // bodies nobody reads are dropped through it (httpConn.discard); made on first use
 
 	// request timeouts (deadline.go)
 	deadline atomic.Int64 // of the request in flight: ns since the run started, noDeadline or expired
