@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -184,32 +183,32 @@ func peakRSS(t *testing.T) (stop func() int64) {
 	if os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil {
 		return func() int64 { return procStatus(t, "VmHWM") }
 	}
-	var mu sync.Mutex
-	peak := procStatus(t, "VmRSS")
+	return samplePeak(10*time.Millisecond, func() int64 { return procStatus(t, "VmRSS") })
+}
+
+// samplePeak reads read now and every interval until stop is called, which reads once more and
+// returns the largest value read.
+func samplePeak(every time.Duration, read func() int64) (stop func() int64) {
+	peak := read()
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tk := time.NewTicker(10 * time.Millisecond)
+		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-tk.C:
-				r := procStatus(t, "VmRSS")
-				mu.Lock()
-				peak = max(peak, r)
-				mu.Unlock()
+				peak = max(peak, read())
 			}
 		}
 	}()
 	return func() int64 {
 		close(done)
 		<-finished
-		mu.Lock()
-		defer mu.Unlock()
-		return peak
+		return max(peak, read())
 	}
 }
 
@@ -220,31 +219,6 @@ func goMem() int64 {
 	s := []rtmetrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	rtmetrics.Read(s)
 	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-}
-
-// goMemPeak samples goMem every 5 ms from now until stop is called, which returns the peak.
-func goMemPeak() (stop func() int64) {
-	peak := goMem()
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-				peak = max(peak, goMem())
-			}
-		}
-	}()
-	return func() int64 {
-		close(done)
-		<-finished
-		return max(peak, goMem())
-	}
 }
 
 type hostileCase struct {
@@ -273,7 +247,7 @@ func hostileRun(t *testing.T, addr string, c hostileCase, vus int) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	idle, goIdle := procStatus(t, "VmRSS"), goMem()
-	stop, goStop := peakRSS(t), goMemPeak()
+	stop, goStop := peakRSS(t), samplePeak(5*time.Millisecond, goMem)
 	probe := testutil.StartSchedProbe(t)
 	start := time.Now()
 	sum, err := e.Run(context.Background())
