@@ -610,6 +610,10 @@ func (j *jmxImp) sampler(el, sub *xnode, spec jmxSpec) {
 		raw = proto + "://" + host + path
 	}
 	u := j.text(raw, label)
+	if esc := escapeControls(u); esc != u {
+		j.n.add(label, "control characters (line breaks, tabs) in the URL percent-encoded: check the URL")
+		u = esc
+	}
 	if strings.Contains(hostOf(u), "{{") || strings.Contains(hostOf(u), "${") {
 		j.n.add(label, "the server name "+hostOf(u)+" depends on a variable; replaced by jmeter-host.invalid (edit the URL)")
 		u = strings.Replace(u, hostOf(u), "jmeter-host.invalid", 1)
@@ -1112,3 +1116,22 @@ func jmxFunc(ref string) (name string, args []string, ok bool) {
 	}
 	return strings.TrimSpace(name), args, true
 }
+
+// escapeControls percent-encodes the ASCII control characters of u (a URL may hold none: a JMX
+// path split over lines carries its line break and indentation).
+func escapeControls(u string) string {
+	if !strings.ContainsFunc(u, isControl) {
+		return u
+	}
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; isControl(rune(c)) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
