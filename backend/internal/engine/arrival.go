@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/plan"
+	seg "github.com/volley-load/volley/backend/internal/segment"
 )
 
 // What the open-model (arrival-rate) executors share: their run state and VU loop (arrival), and
@@ -25,6 +27,7 @@ const wakeupGap = 500 * time.Microsecond
 // start + sched.at(i) whatever the target does.
 type arrival struct {
 	e            *Engine
+	seg          seg.Segment // the engine's segment in blocks (iterationBlock): which iteration numbers are its own
 	sched        schedule
 	preAllocated int
 	maxVUs       int64
@@ -44,8 +47,23 @@ func newArrival(e *Engine, sched schedule) *arrival {
 	l := &e.p.Load
 	// A segment's pool is its share of the plan's, at least one VU (it has arrivals to start).
 	pre, peak := max(1, e.share(l.PreAllocatedVUs)), max(1, e.share(max(l.MaxVUs, l.PreAllocatedVUs)))
-	return &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
+	return &arrival{e: e, seg: e.opts.Segment.InBlocks(iterationBlock(&sched)), sched: sched,
+		preAllocated: pre, maxVUs: int64(max(peak, pre))}
 }
+
+// iterationBlock is how many consecutive iterations an agent owns together: as many as the
+// schedule's peak rate puts within one wakeupGap (at least 1, at most maxIterationBlock). A
+// single machine starts the iterations due within a gap on one wakeup (nextDue); split one by one
+// over n agents, each agent's own iterations would be n times further apart, each on a wakeup of
+// its own — n times the wakeups (and their CPU) for the same load. In blocks, each agent starts
+// its block on one wakeup, and the agents' wakeups together are the single machine's. The split
+// stays exact (segment.Segment.InBlocks); every agent computes the same block from the same plan.
+func iterationBlock(sc *schedule) int64 {
+	return int64(min(max(math.Ceil(sc.peakRate()*wakeupGap.Seconds()-1e-9), 1), maxIterationBlock))
+}
+
+// maxIterationBlock bounds the block (200 000/s and more share blocks of 100).
+const maxIterationBlock = 100
 
 // register gives v its own wake channel and lists it for wakeAll (once, as the VU starts).
 func (a *arrival) register(v *vu) {
@@ -178,7 +196,7 @@ func (a *arrival) closeBefore(t time.Duration) {
 	e := a.e
 	t = min(t, a.cut()) // a stop later than this is later than t: t ≤ now − dropTolerance
 	sc := a.cur()
-	hi := e.opts.Segment.Count(dueBefore(sc, t)) // this segment's iterations 0 … hi−1 are due before t
+	hi := a.seg.Count(dueBefore(sc, t)) // this segment's iterations 0 … hi−1 are due before t
 	for {
 		c := a.next.Load()
 		if c >= hi {
@@ -220,9 +238,9 @@ func (a *arrival) closeBefore(t time.Duration) {
 func (a *arrival) dropRange(sc *schedule, lo, hi int64) {
 	e := a.e
 	for lo < hi {
-		at, _ := sc.at(e.opts.Segment.Global(lo))
+		at, _ := sc.at(a.seg.Global(lo))
 		sec := a.second(at)
-		end := min(hi, e.opts.Segment.Count(dueBefore(sc, time.Duration(sec)*e.opts.Interval)))
+		end := min(hi, a.seg.Count(dueBefore(sc, time.Duration(sec)*e.opts.Interval)))
 		end = max(end, lo+1) // lo is due in sec, so end > lo; never loop on a rounding
 		e.rec.DroppedDueN(sec, end-lo)
 		e.rec.DroppedN(end - lo)
@@ -266,7 +284,7 @@ func (a *arrival) loop(v *vu) {
 		v.claim.Store(claiming)
 		k := a.next.Add(1) - 1
 		v.claim.Store(k + 1)
-		i := e.opts.Segment.Global(k) // the run's iteration number
+		i := a.seg.Global(k) // the run's iteration number
 		sc := a.cur()
 		due := a.due(sc, i)
 		now := e.now()
@@ -325,35 +343,51 @@ func (a *arrival) grow() {
 	}
 }
 
-// nextWakeup is the wakeup plan for startWakeups: the due time of the first iteration due after
-// now, but no sooner than wakeupGap from now; false after the last iteration.
-//
-// The search looks at a bounded number of iterations: at rates where more than that fall within
-// one nanosecond of rounding, it wakes after wakeupGap instead of walking them all (a stop must
-// never wait for this loop).
+// nextWakeup is the wakeup plan for startWakeups: when this segment's next iterations are due,
+// no sooner than wakeupGap from now; false after the last iteration.
 func (a *arrival) nextWakeup(now time.Duration) (time.Duration, bool) {
 	w, ok := a.nextDue(now)
 	return a.wakeupCap(now, w, ok)
 }
 
+// nextDue is the wakeup for the segment's next iterations: t, the due time of the first one due
+// after now, or, when more of its own are due within wakeupGap of t, the last of those — they all
+// start on that one wakeup, each at most wakeupGap late — and never sooner than now + wakeupGap.
+// Iterations due alone start on time. An agent looks only at its own iterations, which come in
+// blocks (iterationBlock), so that its block starts on one wakeup as a single machine's
+// iterations due within a gap do.
+//
+// The search looks at a bounded number of iterations: at rates where more than that fall within
+// one nanosecond of rounding, it wakes after wakeupGap instead of walking them all (a stop must
+// never wait for this loop).
 func (a *arrival) nextDue(now time.Duration) (time.Duration, bool) {
 	e := a.e
 	if e.stop.Load() {
 		return 0, false
 	}
 	sc := a.cur()
-	j := sc.index(now)
+	k := a.seg.Count(sc.index(now)) // the first of the segment's iterations at or after index(now)
+	first, last := time.Duration(-1), time.Duration(-1)
 	for range 1024 {
-		t, ok := sc.at(j)
+		t, ok := sc.at(a.seg.Global(k))
 		if !ok || t >= e.endAt {
-			return 0, false
+			if first < 0 {
+				return 0, false
+			}
+			break
+		}
+		if first >= 0 && t >= first+wakeupGap {
+			break
 		}
 		if t > now {
-			return max(t, now+wakeupGap), true
+			if first < 0 {
+				first = t
+			}
+			last = t
 		}
-		j++
+		k++
 	}
-	return now + wakeupGap, true
+	return max(last, now+wakeupGap), true // last < 0: none found in 1024, at an extreme rate
 }
 
 // Plan-side rules of the open models' VU pool.

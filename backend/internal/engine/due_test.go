@@ -268,8 +268,9 @@ func TestOpenModelCountsByDueSecondEarlyStop(t *testing.T) {
 	t.Logf("stopped at %v; per second %v", r.cut, dueCounts(r.samples))
 }
 
-// Three engines with segments 2:1:1 of 2000/s for 2 s: each part's seconds hold exactly its share
-// (1000/500/500 of the 2000 due), and the parts' seconds add up to the whole schedule's.
+// Three engines with segments 2:1:1 of 3000/s for 2 s: the parts own the iterations in blocks of
+// 2 (iterationBlock), each part's seconds hold exactly its share (1500/750/750 of the 3000 due),
+// and the parts' seconds add up to the whole schedule's.
 func TestSegmentsCountByDueSecond(t *testing.T) {
 	tg := fastTarget(t)
 	weights := []int{2, 1, 1}
@@ -278,8 +279,13 @@ func TestSegmentsCountByDueSecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
-		"load":{"executor":"constant-arrival-rate","rate":2000,"duration":"2s","pre_allocated_vus":20,"max_vus":400},
+		"load":{"executor":"constant-arrival-rate","rate":3000,"duration":"2s","pre_allocated_vus":20,"max_vus":400},
 		"http":{"timeout":"2s"}}`, tg.URL)
+	sc := newSchedule(3000, []plan.Stage{st(2*time.Second, 3000)}, time.Second)
+	block := iterationBlock(&sc)
+	if block != 2 {
+		t.Fatalf("block %d at 3000/s, want 2", block)
+	}
 	runs := make([]*dueRun, len(weights))
 	errs := make([]error, len(weights))
 	var wg sync.WaitGroup
@@ -293,35 +299,35 @@ func TestSegmentsCountByDueSecond(t *testing.T) {
 			t.Fatalf("part %d: %v", j, err)
 		}
 	}
-	whole := constantDue(2000)
+	whole := constantDue(3000)
 	var sent, succeeded, total int64
 	perSec := map[int]int64{}
 	aligned := true
 	for j, r := range runs {
 		// the part's share of the iterations due before d: of the first n numbers, the ones it owns
-		g := sq.Segment(j)
+		g := sq.Segment(j).InBlocks(block)
 		started, dropped := r.check(t, fmt.Sprintf("part %d", j), func(d time.Duration) int64 { return g.Count(whole(d)) })
 		sent, succeeded, total = sent+r.sum.Requests, succeeded+r.sum.Successes, total+started+dropped
 		for k, w := range r.windows() {
 			s := r.samples[k]
 			perSec[s.ElapsedS] += s.StartedIterations + s.DroppedIterations
-			// a whole second's 2000 are 500 periods of the 4-weight sequence: w of each 4 are the part's
-			if w[1]-w[0] == time.Second && s.StartedIterations+s.DroppedIterations != int64(500*weights[j]) {
-				t.Errorf("part %d, second %d: %d iterations, want %d", j, s.ElapsedS, s.StartedIterations+s.DroppedIterations, 500*weights[j])
+			// a whole second's 3000 are 375 periods of 4 blocks of 2: 2·w of each 8 are the part's
+			if w[1]-w[0] == time.Second && s.StartedIterations+s.DroppedIterations != int64(750*weights[j]) {
+				t.Errorf("part %d, second %d: %d iterations, want %d", j, s.ElapsedS, s.StartedIterations+s.DroppedIterations, 750*weights[j])
 			}
 			aligned = aligned && w[0] == time.Duration(k)*time.Second && w[1] == min(r.cut, time.Duration(k+1)*time.Second)
 		}
 		t.Logf("part %d: per second %v", j, dueCounts(r.samples))
 	}
 	// The parts end when their last iteration is done (each at its own cut, ≤ 2 s): whatever the
-	// cuts, every iteration of the 4000 is some part's, counted once.
-	if n := tg.Requests(); total != 4000 || n < succeeded || n > sent {
-		t.Errorf("the parts counted %d iterations (want 4000); the target %d, the parts sent %d (%d successes)",
+	// cuts, every iteration of the 6000 is some part's, counted once.
+	if n := tg.Requests(); total != 6000 || n < succeeded || n > sent {
+		t.Errorf("the parts counted %d iterations (want 6000); the target %d, the parts sent %d (%d successes)",
 			total, n, sent, succeeded)
 	}
 	for k := 1; aligned && k <= 2; k++ {
-		if perSec[k] != 2000 {
-			t.Errorf("second %d: the parts add up to %d, the whole schedule has 2000", k, perSec[k])
+		if perSec[k] != 3000 {
+			t.Errorf("second %d: the parts add up to %d, the whole schedule has 3000", k, perSec[k])
 		}
 	}
 }

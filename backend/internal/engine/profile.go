@@ -129,6 +129,16 @@ func (sc schedule) index(t time.Duration) int64 {
 	return max(int64(n)-1, 0)
 }
 
+// peakRate is the schedule's highest rate, in iterations per second (a stage's rate is linear, so
+// its peak is at one of its ends).
+func (sc schedule) peakRate() float64 {
+	m := 0.0
+	for _, s := range sc.stages {
+		m = max(m, s.r0, s.r1)
+	}
+	return m
+}
+
 // total is the number of iterations the schedule holds.
 func (sc schedule) total() float64 {
 	if len(sc.stages) == 0 {

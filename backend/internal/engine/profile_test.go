@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/volley-load/volley/backend/internal/plan"
+	seg "github.com/volley-load/volley/backend/internal/segment"
 )
 
 func st(d time.Duration, target int) plan.Stage {
@@ -114,7 +115,8 @@ func TestScheduleIndexInvertsAt(t *testing.T) {
 	}
 }
 
-// nextWakeup asks for a wakeup at each due time when iterations are sparse, and at most every
+// nextWakeup asks for a wakeup at each due time when iterations are sparse; when several are due
+// within wakeupGap of the next, at the last of them (they start together); and at most every
 // wakeupGap when they are dense.
 func TestNextWakeup(t *testing.T) {
 	sparse := &arrival{sched: newSchedule(100, []plan.Stage{st(time.Second, 100)}, time.Second), e: &Engine{endAt: time.Second}}
@@ -124,8 +126,53 @@ func TestNextWakeup(t *testing.T) {
 	if _, ok := sparse.nextWakeup(995 * time.Millisecond); ok {
 		t.Error("a wakeup after the last iteration")
 	}
+	// 2 500/s: due at 0, 400 µs, 800 µs, …; from 10 µs the next two (400, 800) share a wakeup at 800.
+	pairs := &arrival{sched: newSchedule(2500, []plan.Stage{st(time.Second, 2500)}, time.Second), e: &Engine{endAt: time.Second}}
+	if w, ok := pairs.nextWakeup(10 * time.Microsecond); !ok || absDur(w-800*time.Microsecond) > time.Microsecond {
+		t.Errorf("pairs: %v %v, want 800µs", w, ok)
+	}
 	dense := &arrival{sched: newSchedule(100000, []plan.Stage{st(time.Second, 100000)}, time.Second), e: &Engine{endAt: time.Second}}
-	if w, ok := dense.nextWakeup(100 * time.Millisecond); !ok || w != 100*time.Millisecond+wakeupGap {
-		t.Errorf("dense: %v %v, want now + %v", w, ok, wakeupGap)
+	if w, ok := dense.nextWakeup(100 * time.Millisecond); !ok || w < 100*time.Millisecond+wakeupGap || w > 100*time.Millisecond+wakeupGap+10*time.Microsecond {
+		t.Errorf("dense: %v %v, want now + %v (+ at most one 10 µs interval)", w, ok, wakeupGap)
+	}
+}
+
+// Over agents, each agent's wakeups are for its own iterations only, which come in blocks of as
+// many as a wakeupGap holds at the peak rate: at 5 000/s over three equal agents, blocks of 3
+// (600 µs of the schedule), each started on one wakeup at the block's last due time.
+func TestNextWakeupOwnBlocks(t *testing.T) {
+	sc := newSchedule(5000, []plan.Stage{st(time.Second, 5000)}, time.Second)
+	if b := iterationBlock(&sc); b != 3 {
+		t.Fatalf("block %d at 5 000/s, want 3", b)
+	}
+	eq, err := seg.Equal(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func(j int) *arrival {
+		return &arrival{sched: sc, seg: eq.Segment(j).InBlocks(iterationBlock(&sc)), e: &Engine{endAt: time.Second}}
+	}
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	for _, c := range []struct {
+		part     int
+		now, max time.Duration
+	}{
+		{0, us(10), us(510)},    // its block 0 (0, 200, 400 µs): 200 and 400 on one wakeup, no sooner than now + gap
+		{1, us(10), us(1000)},   // block 1: iterations 3–5 at 600, 800, 1000 µs
+		{2, us(10), us(1600)},   // block 2: 1200, 1400, 1600 µs
+		{0, us(510), us(2200)},  // block 3: 1800, 2000, 2200 µs — blocks 1 and 2 are not its own
+		{1, us(1010), us(2800)}, // block 4
+	} {
+		w, ok := part(c.part).nextWakeup(c.now)
+		if !ok || absDur(w-c.max) > time.Microsecond {
+			t.Errorf("part %d at %v: wakeup %v %v, want %v", c.part, c.now, w, ok, c.max)
+		}
+	}
+	if b := iterationBlock(&schedule{}); b != 1 {
+		t.Errorf("block %d for an empty schedule", b)
+	}
+	huge := newSchedule(1e9, []plan.Stage{st(time.Second, 1e9)}, time.Second)
+	if b := iterationBlock(&huge); b != maxIterationBlock {
+		t.Errorf("block %d at 10⁹/s, want %d", b, maxIterationBlock)
 	}
 }

@@ -93,28 +93,35 @@ func TestSegmentsSplitSharedIterations(t *testing.T) {
 	}
 }
 
-// constant-arrival-rate 300/s for 2 s over weights 2:1:1: the parts together schedule exactly the
-// single machine's 600 iterations (sent + dropped), 300/150/150, each planned at the whole run's
-// due time — the union of the parts' schedules is the single-machine schedule.
+// constant-arrival-rate over weights 2:1:1: the parts together schedule exactly the single
+// machine's iterations (sent + dropped), split 2:1:1 exactly, each planned at the whole run's due
+// time — the union of the parts' schedules is the single-machine schedule. At 300/s the parts own
+// iterations one by one; at 3 000/s in blocks of 2 (iterationBlock), 1 500/750/750 of 3 000.
 func TestSegmentsSplitArrivalSchedule(t *testing.T) {
-	tg := testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) {})
-	sums := runSegments(t, fmt.Sprintf(`{"name":"seg","requests":[{"url":%q}],
-		"load":{"executor":"constant-arrival-rate","rate":300,"duration":"2s","pre_allocated_vus":8,"max_vus":40},
-		"http":{"timeout":"2s"}}`, tg.URL), 2, 1, 1)
-	var total int64
-	for j, want := range []int64{300, 150, 150} {
-		got := sums[j].Requests + sums[j].DroppedIterations + sums[j].Interrupted
-		if got != want {
-			t.Errorf("part %d scheduled %d iterations (%d sent, %d dropped, %d interrupted), want %d",
-				j, got, sums[j].Requests, sums[j].DroppedIterations, sums[j].Interrupted, want)
+	for _, c := range []struct {
+		rate int
+		dur  string
+		want []int64
+	}{{300, "2s", []int64{300, 150, 150}}, {3000, "1s", []int64{1500, 750, 750}}} {
+		tg := testutil.NewTarget(t, func(http.ResponseWriter, *http.Request) {})
+		sums := runSegments(t, fmt.Sprintf(`{"name":"seg","requests":[{"url":%q}],
+		"load":{"executor":"constant-arrival-rate","rate":%d,"duration":%q,"pre_allocated_vus":8,"max_vus":40},
+		"http":{"timeout":"2s"}}`, tg.URL, c.rate, c.dur), 2, 1, 1)
+		var total int64
+		for j, want := range c.want {
+			got := sums[j].Requests + sums[j].DroppedIterations + sums[j].Interrupted
+			if got != want {
+				t.Errorf("%d/s part %d scheduled %d iterations (%d sent, %d dropped, %d interrupted), want %d",
+					c.rate, j, got, sums[j].Requests, sums[j].DroppedIterations, sums[j].Interrupted, want)
+			}
+			total += got
 		}
-		total += got
-	}
-	if total != 600 {
-		t.Errorf("the parts scheduled %d iterations, the single machine's schedule has 600", total)
-	}
-	if sent := sums[0].Requests + sums[1].Requests + sums[2].Requests; tg.Requests() != sent {
-		t.Errorf("target counted %d, the parts sent %d", tg.Requests(), sent)
+		if total != c.want[0]*2 {
+			t.Errorf("%d/s: the parts scheduled %d iterations, the single machine's schedule has %d", c.rate, total, c.want[0]*2)
+		}
+		if sent := sums[0].Requests + sums[1].Requests + sums[2].Requests; tg.Requests() != sent {
+			t.Errorf("%d/s: target counted %d, the parts sent %d", c.rate, tg.Requests(), sent)
+		}
 	}
 }
 

@@ -69,6 +69,60 @@ func TestPartitionIsExactAndFair(t *testing.T) {
 	}
 }
 
+// In blocks of b, every number still has exactly one owner; each part's numbers come in runs of b
+// (whole blocks); Count, Global, Local and Owns agree with a walk; and over b·W numbers part j
+// owns exactly b·w_j.
+func TestBlocksAreExact(t *testing.T) {
+	for _, ws := range weightSets {
+		s := mustNew(t, ws...)
+		for _, b := range []int64{2, 3, 7} {
+			n := 3*b*int64(s.total) + 2*b + 1
+			counts := make([]int64, s.Parts())
+			for i := range n {
+				owner := -1
+				for j := range s.Parts() {
+					g := s.Segment(j).InBlocks(b)
+					if got := g.Count(i); got != counts[j] {
+						t.Fatalf("%v b %d part %d: Count(%d) = %d, walk says %d", ws, b, j, i, got, counts[j])
+					}
+					if g.Owns(i) {
+						if owner >= 0 {
+							t.Fatalf("%v b %d: %d owned twice", ws, b, i)
+						}
+						owner = j
+					}
+				}
+				if owner < 0 {
+					t.Fatalf("%v b %d: %d owned by none", ws, b, i)
+				}
+				if want := s.Owner(i / b); owner != want {
+					t.Fatalf("%v b %d: %d owned by %d, its block's owner is %d", ws, b, i, owner, want)
+				}
+				g := s.Segment(owner).InBlocks(b)
+				if got := g.Global(counts[owner]); got != i {
+					t.Fatalf("%v b %d part %d: Global(%d) = %d, want %d", ws, b, owner, counts[owner], got, i)
+				}
+				if k, ok := g.Local(i); !ok || k != counts[owner] {
+					t.Fatalf("%v b %d part %d: Local(%d) = %d %v, want %d", ws, b, owner, i, k, ok, counts[owner])
+				}
+				counts[owner]++
+			}
+			for j, w := range ws {
+				if got := s.Segment(j).InBlocks(b).Count(b * int64(s.total)); got != b*int64(w) {
+					t.Fatalf("%v b %d part %d: %d of a period, want %d", ws, b, j, got, b*int64(w))
+				}
+			}
+		}
+	}
+	if g := Whole.InBlocks(5); g != Whole || g.Block() != 1 {
+		t.Errorf("whole in blocks: %v, block %d", g, g.Block())
+	}
+	eq, _ := Equal(3)
+	if got := eq.Segment(1).InBlocks(4).String(); got != "1 of 1:1:1 in blocks of 4" {
+		t.Errorf("String %q", got)
+	}
+}
+
 // The figures the issue names: 10 VUs over three equal agents are 4/3/3; 10 000 iterations over
 // weights 2:1:1 are 5 000/2 500/2 500; and Global walks each part's numbers in ascending order.
 func TestKnownSplits(t *testing.T) {
@@ -208,6 +262,7 @@ func TestLookupsAllocateNothing(t *testing.T) {
 		if g.Owns(77) {
 			sink++
 		}
+		sink += g.InBlocks(3).Global(12345) + g.InBlocks(3).Count(99999)
 	}); a != 0 {
 		t.Errorf("%v allocations per lookup", a)
 	}
