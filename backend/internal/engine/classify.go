@@ -32,8 +32,8 @@ func classify(err error) metrics.ErrorKind {
 	switch {
 	case errors.As(err, &malformed):
 		return metrics.MalformedResponse
-	case errors.As(err, &small):
-		return metrics.HeaderTooLarge // fasthttp: the header outgrew the read buffer
+	case errors.As(err, &small) || errors.Is(err, errHeaderTooLarge):
+		return metrics.HeaderTooLarge // fasthttp: the header outgrew the read buffer; or headerFits
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return metrics.BodyTooLarge
 	}

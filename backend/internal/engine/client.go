@@ -54,6 +54,8 @@ type httpConn struct {
 	abs []byte
 	pw  *sliceWriter
 	pbw *bufio.Writer
+	// grew: the read buffer grew for the header being read (header.go: shedHeader).
+	grew bool
 	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
 	// until the first growth.
 	spill *spill
@@ -93,9 +95,15 @@ func (h *httpConn) once(req *outgoing, resp *fasthttp.Response) (int64, error) {
 	h.unsent = err != nil && h.written() == h.sentBefore
 	if err == nil {
 		h.wrote()
-		for err = resp.ReadLimitBody(&h.br, 0); h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
+		if h.br.Size() > readBufferSize && !h.headerFits(h.vu.e.maxHeader) {
+			err = errHeaderTooLarge // a grown buffer: fasthttp would parse all of it first (header.go)
+		} else {
+			err = resp.ReadLimitBody(&h.br, 0)
+		}
+		for ; h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
 			resetResponse(resp) // the header outgrew the read buffer, which grew (header.go)
 		}
+		h.shedHeader(resp)
 		if err != nil {
 			if err == io.EOF {
 				// fasthttp reports any error on a response's first byte as io.EOF; the connection

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -55,6 +56,7 @@ func (h *httpConn) growFor(err error) bool {
 	limit := h.vu.e.maxHeader
 	size := h.br.Size()
 	if size >= limit || (h.spill != nil && len(h.spill.b) > 0) {
+		h.vu.shedResp = true // header_too_large: the fields parsed so far (≤ 4 KiB of them) stay in the response
 		return false
 	}
 	// The full buffer's bytes stay valid: the old buffer is never used again.
@@ -64,7 +66,62 @@ func (h *httpConn) growFor(err error) bool {
 	}
 	h.spill.b = held
 	h.br = *bufio.NewReaderSize(h.spill, min(2*size, limit))
-	return true
+	h.grew = true
+	return h.headerFits(limit)
+}
+
+// headerFits reads on, growing the buffer up to limit, until the header's end is in it, and
+// reports whether it is (the caller then parses it once, whole). fasthttp parses every field it
+// has before it finds that a header does not fit, into the response's field list, so without
+// this a header of thousands of tiny fields were parsed again at every doubling and, when over
+// the limit, at its full 64 KiB for nothing — about 1 MiB of fields per VU per answer. It runs
+// when the buffer grows, and before each header read on a connection whose buffer has grown
+// (httpConn.do); a VU with the first 4 KiB buffer lets fasthttp parse at most that. A read error
+// ends the scan with true: fasthttp's parse meets the same error and names it.
+func (h *httpConn) headerFits(limit int) bool {
+	for {
+		n := h.br.Buffered()
+		buf, _ := h.br.Peek(n)
+		if bytes.Contains(buf, headEnd) || bytes.Contains(buf, headEndLF) {
+			return true
+		}
+		if n == h.br.Size() {
+			if n >= limit {
+				h.vu.shedResp = true
+				return false // header_too_large, its fields never parsed
+			}
+			held, _ := h.br.Peek(n)
+			h.spill.b = held
+			h.br = *bufio.NewReaderSize(h.spill, min(2*n, limit))
+			continue
+		}
+		if _, err := h.br.Peek(n + 1); err != nil {
+			return true
+		}
+	}
+}
+
+// errHeaderTooLarge is a header that does not fit http.max_header, found by headerFits before
+// fasthttp parsed it (classified as fasthttp's own: header_too_large).
+var errHeaderTooLarge = errors.New("response header larger than http.max_header")
+
+// headEnd and headEndLF end a header (an empty line, CRLF or bare LF as fasthttp takes them).
+var headEnd, headEndLF = []byte("\n\r\n"), []byte("\n\n")
+
+// maxKeptFields is the most header fields a grown header may have for the VU to keep its response
+// (shedHeader).
+const maxKeptFields = 256
+
+// shedHeader marks the VU to take a new response when the header just read outgrew the first
+// read buffer and has more than maxKeptFields fields (counted only then: the common case costs
+// one flag test).
+func (h *httpConn) shedHeader(resp *fasthttp.Response) {
+	if h.grew {
+		h.grew = false
+		if resp.Header.Len() > maxKeptFields {
+			h.vu.shedResp = true
+		}
+	}
 }
 
 // headerTooLargeMessage is the failure message of every header_too_large of a run.

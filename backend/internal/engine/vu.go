@@ -88,6 +88,9 @@ type vu struct {
 	bodyState uint8        // the current response's body: unread, plain, decoded (decode.go)
 	ws        *vuWS        // WebSocket sessions' state, made on the first (ws.go)
 	urlBuf    []byte       // a rendered URL percent-encoded as browsers send it (url.go), made on first use
+	// shedResp: the response's header held so many fields (header.go: shedHeader) that the VU
+	// takes a new response before its next exchange, rather than keep their memory.
+	shedResp bool
 }
 
 func newVU(e *Engine, id int) *vu {
@@ -455,6 +458,9 @@ func (v *vu) do(r *vuReq, due, sent time.Duration) {
 // other is read and dropped through bounded memory (httpConn.readBody).
 func (v *vu) exchange(c *httpConn, req outgoing) (int64, error) {
 	v.bodyState = bodyUnread
+	if v.shedResp { // the last header's fields would stay allocated in the reused response (header.go)
+		v.resp, v.shedResp = &fasthttp.Response{}, false
+	}
 	if c.h2 != nil {
 		return c.h2.do(&req, v.resp)
 	}
