@@ -41,7 +41,13 @@ func TestMonitorsInSamplesAndSweep(t *testing.T) {
 	if with < len(samples)-2 {
 		t.Errorf("%d of %d samples have %s", with, len(samples), id)
 	}
-	if len(sum.TargetSeries) != 2 || sum.TargetSeries[0].ID != id || sum.Target[0].Seconds != with || sum.Target[1].Avg != 5e6 {
+	// By id, not position: the CPU rate needs two readings, and a run whose CPU series began a
+	// second after its memory listed the memory first.
+	stats := map[string]metrics.TargetStat{}
+	for _, st := range sum.Target {
+		stats[st.ID] = st
+	}
+	if len(sum.TargetSeries) != 2 || len(sum.Target) != 2 || stats[id].Seconds != with || stats["srv/rss_bytes/nginx"].Avg != 5e6 {
 		t.Errorf("series %+v stats %+v", sum.TargetSeries, sum.Target)
 	}
 	for _, r := range sum.Sweep {
