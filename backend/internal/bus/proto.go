@@ -8,8 +8,10 @@ import (
 // Protocol is the version of the messages between the controller and its agents. The controller
 // refuses an agent speaking another one at hello, naming both. 2: live control (set_vus,
 // set_rate) on the agent's change subject, and the final's checks as numbered rows with each
-// request name once (an agent of protocol 1 would send checks a controller of 2 cannot read).
-const Protocol = 2
+// request name once (an agent of protocol 1 would send checks a controller of 2 cannot read). 3:
+// the open models' iterations are owned in blocks (segment.Blocked): agents of 2 and 3 in one run
+// would both run some iterations and neither run others.
+const Protocol = 3
 
 // Subjects of the agents' protocol (permissions: SubjectsFor).
 const (

@@ -27,7 +27,8 @@ const wakeupGap = 500 * time.Microsecond
 // start + sched.at(i) whatever the target does.
 type arrival struct {
 	e            *Engine
-	seg          seg.Segment // the engine's segment in blocks (iterationBlock): which iteration numbers are its own
+	seg          seg.Blocked               // the engine's segment in blocks (blockOf): which iteration numbers are its own
+	blockCache   atomic.Pointer[[2]uint64] // blockOf's last page: its first number + 1, its block
 	sched        schedule
 	preAllocated int
 	maxVUs       int64
@@ -47,23 +48,46 @@ func newArrival(e *Engine, sched schedule) *arrival {
 	l := &e.p.Load
 	// A segment's pool is its share of the plan's, at least one VU (it has arrivals to start).
 	pre, peak := max(1, e.share(l.PreAllocatedVUs)), max(1, e.share(max(l.MaxVUs, l.PreAllocatedVUs)))
-	return &arrival{e: e, seg: e.opts.Segment.InBlocks(iterationBlock(&sched)), sched: sched,
-		preAllocated: pre, maxVUs: int64(max(peak, pre))}
+	a := &arrival{e: e, sched: sched, preAllocated: pre, maxVUs: int64(max(peak, pre))}
+	a.seg = e.opts.Segment.InBlocks(a.blockOf)
+	return a
 }
 
-// iterationBlock is how many consecutive iterations an agent owns together: as many as the
-// schedule's peak rate puts within one wakeupGap (at least 1, at most maxIterationBlock). A
-// single machine starts the iterations due within a gap on one wakeup (nextDue); split one by one
-// over n agents, each agent's own iterations would be n times further apart, each on a wakeup of
-// its own — n times the wakeups (and their CPU) for the same load. In blocks, each agent starts
-// its block on one wakeup, and the agents' wakeups together are the single machine's. The split
-// stays exact (segment.Segment.InBlocks); every agent computes the same block from the same plan.
-func iterationBlock(sc *schedule) int64 {
-	return int64(min(max(math.Ceil(sc.peakRate()*wakeupGap.Seconds()-1e-9), 1), maxIterationBlock))
+// blockOf is how many consecutive iterations of the run's iterations lo … hi−1 (a page of
+// segment.Blocked) an agent owns together: as many as the plan's schedule, at its lowest rate over
+// those iterations, puts within one wakeupGap — rounded down to a block size the page allows, at
+// most maxIterationBlock. A single machine starts the iterations due within a gap on one wakeup
+// (nextDue); split one by one over n agents, each agent's own iterations would be n times further
+// apart, each on a wakeup of its own — n times the wakeups (and their CPU) for the same load. In
+// blocks, each agent starts its block on one wakeup, and the agents' wakeups together are about the
+// single machine's. The lowest rate keeps every block within about one gap of the schedule, so an
+// agent never carries the whole rate for longer than a single machine batches it (its share of
+// the VU pool is enough). It depends on the plan alone (not on SetRate): every agent computes the
+// same blocks. One page's answer is cached (pages are hundreds of iterations).
+func (a *arrival) blockOf(lo, hi int64) int64 {
+	key := uint64(lo) + 1
+	if c := a.blockCache.Load(); c != nil && c[0] == key {
+		return int64(c[1])
+	}
+	b := int64(1)
+	if r, ok := a.sched.minRate(lo, hi); ok {
+		want := min(math.Ceil(float64(r*wakeupGap.Seconds())-1e-9), maxIterationBlock)
+		for _, n := range blockSizes {
+			if float64(n) <= want {
+				b = n
+			}
+		}
+	}
+	a.blockCache.Store(&[2]uint64{key, uint64(b)})
+	return b
 }
 
-// maxIterationBlock bounds the block (200 000/s and more share blocks of 100).
-const maxIterationBlock = 100
+// blockSizes are the block sizes a page allows (the divisors of segment.PageBlocks up to
+// maxIterationBlock), ascending.
+var blockSizes = []int64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96}
+
+// maxIterationBlock bounds the block (192 000/s and more share blocks of 96).
+const maxIterationBlock = 96
 
 // register gives v its own wake channel and lists it for wakeAll (once, as the VU starts).
 func (a *arrival) register(v *vu) {

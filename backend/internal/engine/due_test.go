@@ -269,7 +269,7 @@ func TestOpenModelCountsByDueSecondEarlyStop(t *testing.T) {
 }
 
 // Three engines with segments 2:1:1 of 3000/s for 2 s: the parts own the iterations in blocks of
-// 2 (iterationBlock), each part's seconds hold exactly its share (1500/750/750 of the 3000 due),
+// 2 (arrival.blockOf), each part's seconds hold exactly its share (1500/750/750 of the 3000 due),
 // and the parts' seconds add up to the whole schedule's.
 func TestSegmentsCountByDueSecond(t *testing.T) {
 	tg := fastTarget(t)
@@ -281,10 +281,9 @@ func TestSegmentsCountByDueSecond(t *testing.T) {
 	js := fmt.Sprintf(`{"name":"due","requests":[{"url":%q}],
 		"load":{"executor":"constant-arrival-rate","rate":3000,"duration":"2s","pre_allocated_vus":20,"max_vus":400},
 		"http":{"timeout":"2s"}}`, tg.URL)
-	sc := newSchedule(3000, []plan.Stage{st(2*time.Second, 3000)}, time.Second)
-	block := iterationBlock(&sc)
-	if block != 2 {
-		t.Fatalf("block %d at 3000/s, want 2", block)
+	blocks := blocked(newSchedule(3000, []plan.Stage{st(2*time.Second, 3000)}, time.Second), sq, 0).blockOf
+	if b := blocks(0, seg.PageBlocks*4); b != 2 {
+		t.Fatalf("block %d at 3000/s, want 2", b)
 	}
 	runs := make([]*dueRun, len(weights))
 	errs := make([]error, len(weights))
@@ -305,7 +304,7 @@ func TestSegmentsCountByDueSecond(t *testing.T) {
 	aligned := true
 	for j, r := range runs {
 		// the part's share of the iterations due before d: of the first n numbers, the ones it owns
-		g := sq.Segment(j).InBlocks(block)
+		g := sq.Segment(j).InBlocks(blocks)
 		started, dropped := r.check(t, fmt.Sprintf("part %d", j), func(d time.Duration) int64 { return g.Count(whole(d)) })
 		sent, succeeded, total = sent+r.sum.Requests, succeeded+r.sum.Successes, total+started+dropped
 		for k, w := range r.windows() {

@@ -129,14 +129,34 @@ func (sc schedule) index(t time.Duration) int64 {
 	return max(int64(n)-1, 0)
 }
 
-// peakRate is the schedule's highest rate, in iterations per second (a stage's rate is linear, so
-// its peak is at one of its ends).
-func (sc schedule) peakRate() float64 {
-	m := 0.0
-	for _, s := range sc.stages {
-		m = max(m, s.r0, s.r1)
+// minRate is the schedule's lowest rate, in iterations per second, over the due times of its
+// iterations lo … hi−1 (a stage's rate is linear, so the lowest is at an end of that span or of a
+// stage within it); false when iteration lo is beyond the schedule.
+func (sc schedule) minRate(lo, hi int64) (float64, bool) {
+	t0, ok := sc.at(lo)
+	if !ok {
+		return 0, false
 	}
-	return m
+	x0, x1 := t0.Seconds(), math.Inf(1)
+	if t1, ok := sc.at(hi - 1); ok {
+		x1 = t1.Seconds()
+	}
+	m := math.Inf(1)
+	for _, s := range sc.stages {
+		if s.start+s.dur < x0 || s.start > x1 {
+			continue
+		}
+		m = min(m, s.rateAt(max(s.start, x0)), s.rateAt(min(s.start+s.dur, x1)))
+	}
+	return m, !math.IsInf(m, 1)
+}
+
+// rateAt is the stage's rate at x seconds into the run (within the stage).
+func (s rateStage) rateAt(x float64) float64 {
+	if s.dur <= 0 {
+		return s.r1
+	}
+	return s.r0 + (s.r1-s.r0)*(x-s.start)/s.dur
 }
 
 // total is the number of iterations the schedule holds.

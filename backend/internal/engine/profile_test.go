@@ -137,20 +137,27 @@ func TestNextWakeup(t *testing.T) {
 	}
 }
 
+// blocked is an arrival over sc for part j of sq (nil: the whole), its iterations in blocks.
+func blocked(sc schedule, sq *seg.Sequence, j int) *arrival {
+	a := &arrival{sched: sc, e: &Engine{endAt: time.Second}}
+	if sq != nil {
+		a.e.opts.Segment = sq.Segment(j)
+	}
+	a.seg = a.e.opts.Segment.InBlocks(a.blockOf)
+	return a
+}
+
 // Over agents, each agent's wakeups are for its own iterations only, which come in blocks of as
-// many as a wakeupGap holds at the peak rate: at 5 000/s over three equal agents, blocks of 3
-// (600 µs of the schedule), each started on one wakeup at the block's last due time.
+// many as a wakeupGap holds at the schedule's rate: at 5 000/s over three equal agents, blocks of
+// 3 (600 µs of the schedule), each started on one wakeup at the block's last due time.
 func TestNextWakeupOwnBlocks(t *testing.T) {
 	sc := newSchedule(5000, []plan.Stage{st(time.Second, 5000)}, time.Second)
-	if b := iterationBlock(&sc); b != 3 {
-		t.Fatalf("block %d at 5 000/s, want 3", b)
-	}
 	eq, err := seg.Equal(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := func(j int) *arrival {
-		return &arrival{sched: sc, seg: eq.Segment(j).InBlocks(iterationBlock(&sc)), e: &Engine{endAt: time.Second}}
+	if b := blocked(sc, eq, 0).blockOf(0, 576); b != 3 {
+		t.Fatalf("block %d at 5 000/s, want 3", b)
 	}
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
 	for _, c := range []struct {
@@ -163,16 +170,38 @@ func TestNextWakeupOwnBlocks(t *testing.T) {
 		{0, us(510), us(2200)},  // block 3: 1800, 2000, 2200 µs — blocks 1 and 2 are not its own
 		{1, us(1010), us(2800)}, // block 4
 	} {
-		w, ok := part(c.part).nextWakeup(c.now)
+		w, ok := blocked(sc, eq, c.part).nextWakeup(c.now)
 		if !ok || absDur(w-c.max) > time.Microsecond {
 			t.Errorf("part %d at %v: wakeup %v %v, want %v", c.part, c.now, w, ok, c.max)
 		}
 	}
-	if b := iterationBlock(&schedule{}); b != 1 {
-		t.Errorf("block %d for an empty schedule", b)
+}
+
+// A page's block follows the schedule's lowest rate over its iterations: none at 200/s, so the
+// quiet part of a spike plan is split one by one (a block of 20 there would be 100 ms of the whole
+// rate on one agent's share of the VUs); 16 (the allowed size below 20) inside a 40 000/s stage;
+// 1 for the page where the spike starts; the largest for an absurd rate, 1 past the schedule.
+func TestBlockFollowsTheRate(t *testing.T) {
+	sc := newSchedule(200, []plan.Stage{st(2*time.Second, 200), st(time.Millisecond, 40000), st(time.Second, 40000)}, time.Second)
+	eq, err := seg.Equal(2)
+	if err != nil {
+		t.Fatal(err)
 	}
-	huge := newSchedule(1e9, []plan.Stage{st(time.Second, 1e9)}, time.Second)
-	if b := iterationBlock(&huge); b != maxIterationBlock {
+	a := blocked(sc, eq, 0)
+	page := int64(seg.PageBlocks * 2)
+	for _, c := range []struct {
+		lo   int64
+		want int64
+	}{{0, 1}, {page, 1}, {400 - page/2, 1}, {1000, 16}, {20000, 16}, {10_000_000, 1}} {
+		if got := a.blockOf(c.lo, c.lo+page); got != c.want {
+			t.Errorf("page from iteration %d: block %d, want %d", c.lo, got, c.want)
+		}
+	}
+	huge := blocked(newSchedule(1e9, []plan.Stage{st(time.Second, 1e9)}, time.Second), eq, 0)
+	if b := huge.blockOf(0, page); b != maxIterationBlock {
 		t.Errorf("block %d at 10⁹/s, want %d", b, maxIterationBlock)
+	}
+	if b := blocked(schedule{}, eq, 0).blockOf(0, page); b != 1 {
+		t.Errorf("block %d for an empty schedule", b)
 	}
 }

@@ -96,7 +96,7 @@ func TestSegmentsSplitSharedIterations(t *testing.T) {
 // constant-arrival-rate over weights 2:1:1: the parts together schedule exactly the single
 // machine's iterations (sent + dropped), split 2:1:1 exactly, each planned at the whole run's due
 // time — the union of the parts' schedules is the single-machine schedule. At 300/s the parts own
-// iterations one by one; at 3 000/s in blocks of 2 (iterationBlock), 1 500/750/750 of 3 000.
+// iterations one by one; at 3 000/s in blocks of 2 (arrival.blockOf), 1 500/750/750 of 3 000.
 func TestSegmentsSplitArrivalSchedule(t *testing.T) {
 	for _, c := range []struct {
 		rate int

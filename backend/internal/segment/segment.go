@@ -127,14 +127,9 @@ func (s *Sequence) String() string {
 
 // Segment is one part's share of a Sequence. The zero Segment is the whole (one part, weight 1):
 // a single-machine run.
-//
-// A segment may own its numbers in blocks (InBlocks): block m is the numbers m·b … m·b+b−1, and
-// the sequence's owner of m owns the whole block. The split stays exact — over b·W consecutive
-// numbers part j owns exactly b·w_j — with each part's own numbers in runs of b.
 type Segment struct {
-	seq   *Sequence
-	part  int
-	block int64 // numbers per block; 0 or 1: none
+	seq  *Sequence
+	part int
 }
 
 // Whole is the segment that owns every number.
@@ -154,28 +149,8 @@ func (g Segment) Fraction() (num, den int) {
 	return g.seq.weights[g.part], g.seq.total
 }
 
-// InBlocks returns the segment owning its numbers in blocks of b consecutive numbers (b ≤ 1: one
-// by one, as g does; blocks do not change Whole). The open models' arrival schedule is split so
-// (engine: an agent's iterations due close together start on one wakeup, as a single machine's
-// do).
-func (g Segment) InBlocks(b int64) Segment {
-	if b <= 1 || g.IsWhole() {
-		b = 0
-	}
-	g.block = b
-	return g
-}
-
-// Block is the number of consecutive numbers owned together (1: one by one).
-func (g Segment) Block() int64 { return max(g.block, 1) }
-
 // Owns reports whether number i (≥ 0) is the segment's.
-func (g Segment) Owns(i int64) bool {
-	if g.block > 1 {
-		i /= g.block
-	}
-	return g.IsWhole() || g.seq.Owner(i) == g.part
-}
+func (g Segment) Owns(i int64) bool { return g.IsWhole() || g.seq.Owner(i) == g.part }
 
 // Count is how many of the numbers 0 … n−1 the segment owns (0 for n ≤ 0). Over all parts of a
 // sequence the counts add up to n exactly.
@@ -185,14 +160,6 @@ func (g Segment) Count(n int64) int64 {
 	}
 	if g.IsWhole() {
 		return n
-	}
-	if b := g.block; b > 1 {
-		whole := g.InBlocks(0)
-		c := whole.Count(n/b) * b
-		if whole.Owns(n / b) {
-			c += n % b
-		}
-		return c
 	}
 	s := g.seq
 	w, t := int64(s.weights[g.part]), int64(s.total)
@@ -218,9 +185,6 @@ func (g Segment) Global(k int64) int64 {
 	if g.IsWhole() {
 		return k
 	}
-	if b := g.block; b > 1 {
-		return g.InBlocks(0).Global(k/b)*b + k%b
-	}
 	s := g.seq
 	w := int64(s.weights[g.part])
 	return (k/w)*int64(s.total) + int64(s.pos[g.part][k%w])
@@ -231,10 +195,6 @@ func (g Segment) Global(k int64) int64 {
 func (g Segment) Local(i int64) (int64, bool) {
 	if g.IsWhole() {
 		return i, true
-	}
-	if b := g.block; b > 1 {
-		k, ok := g.InBlocks(0).Local(i / b)
-		return k*b + i%b, ok
 	}
 	s := g.seq
 	t := int64(s.total)
@@ -248,9 +208,6 @@ func (g Segment) Local(i int64) (int64, bool) {
 func (g Segment) String() string {
 	if g.seq == nil {
 		return "whole"
-	}
-	if g.block > 1 {
-		return fmt.Sprintf("%d of %s in blocks of %d", g.part, g.seq, g.block)
 	}
 	return fmt.Sprintf("%d of %s", g.part, g.seq)
 }

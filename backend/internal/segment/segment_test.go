@@ -69,57 +69,67 @@ func TestPartitionIsExactAndFair(t *testing.T) {
 	}
 }
 
-// In blocks of b, every number still has exactly one owner; each part's numbers come in runs of b
-// (whole blocks); Count, Global, Local and Owns agree with a walk; and over b·W numbers part j
-// owns exactly b·w_j.
+// In blocks whose size changes page by page (the block sizes cycle, one a non-divisor that counts
+// as 1), every number still has exactly one owner, its block's; Count, Global and Owns agree with
+// a walk; and each part owns exactly PageBlocks·w_j numbers of every page.
 func TestBlocksAreExact(t *testing.T) {
+	sizes := []int64{3, 1, 64, 5, 2, 192, 0, 12}
 	for _, ws := range weightSets {
 		s := mustNew(t, ws...)
-		for _, b := range []int64{2, 3, 7} {
-			n := 3*b*int64(s.total) + 2*b + 1
-			counts := make([]int64, s.Parts())
-			for i := range n {
-				owner := -1
-				for j := range s.Parts() {
-					g := s.Segment(j).InBlocks(b)
-					if got := g.Count(i); got != counts[j] {
-						t.Fatalf("%v b %d part %d: Count(%d) = %d, walk says %d", ws, b, j, i, got, counts[j])
-					}
-					if g.Owns(i) {
-						if owner >= 0 {
-							t.Fatalf("%v b %d: %d owned twice", ws, b, i)
-						}
-						owner = j
-					}
-				}
-				if owner < 0 {
-					t.Fatalf("%v b %d: %d owned by none", ws, b, i)
-				}
-				if want := s.Owner(i / b); owner != want {
-					t.Fatalf("%v b %d: %d owned by %d, its block's owner is %d", ws, b, i, owner, want)
-				}
-				g := s.Segment(owner).InBlocks(b)
-				if got := g.Global(counts[owner]); got != i {
-					t.Fatalf("%v b %d part %d: Global(%d) = %d, want %d", ws, b, owner, counts[owner], got, i)
-				}
-				if k, ok := g.Local(i); !ok || k != counts[owner] {
-					t.Fatalf("%v b %d part %d: Local(%d) = %d %v, want %d", ws, b, owner, i, k, ok, counts[owner])
-				}
-				counts[owner]++
+		page := int64(PageBlocks * s.total)
+		blockOf := func(lo, hi int64) int64 {
+			if hi-lo != page || lo%page != 0 {
+				t.Fatalf("%v: page %d … %d, pages are %d long", ws, lo, hi, page)
 			}
-			for j, w := range ws {
-				if got := s.Segment(j).InBlocks(b).Count(b * int64(s.total)); got != b*int64(w) {
-					t.Fatalf("%v b %d part %d: %d of a period, want %d", ws, b, j, got, b*int64(w))
+			return sizes[lo/page%int64(len(sizes))]
+		}
+		n := min(int64(len(sizes))*page+page/3+1, 400_000)
+		counts := make([]int64, s.Parts())
+		parts := make([]Blocked, s.Parts())
+		for j := range parts {
+			parts[j] = s.Segment(j).InBlocks(blockOf)
+		}
+		for i := range n {
+			owner := -1
+			for j, g := range parts {
+				if i%97 == 0 || i%page == 0 {
+					if got := g.Count(i); got != counts[j] {
+						t.Fatalf("%v part %d: Count(%d) = %d, walk says %d", ws, j, i, got, counts[j])
+					}
+				}
+				if g.Owns(i) {
+					if owner >= 0 {
+						t.Fatalf("%v: %d owned twice", ws, i)
+					}
+					owner = j
+				}
+			}
+			if owner < 0 {
+				t.Fatalf("%v: %d owned by none", ws, i)
+			}
+			p := i / page
+			bl := blockOf(p*page, (p+1)*page)
+			if PageBlocks%max(bl, 1) != 0 || bl < 1 {
+				bl = 1
+			}
+			if want := s.Owner((i - p*page) / bl); owner != want {
+				t.Fatalf("%v: %d owned by %d, its block's owner is %d", ws, i, owner, want)
+			}
+			if got := parts[owner].Global(counts[owner]); got != i {
+				t.Fatalf("%v part %d: Global(%d) = %d, want %d", ws, owner, counts[owner], got, i)
+			}
+			counts[owner]++
+			if (i+1)%page == 0 {
+				for j, w := range ws {
+					if want := (i + 1) / page * PageBlocks * int64(w); counts[j] != want {
+						t.Fatalf("%v part %d: %d after %d pages, want %d", ws, j, counts[j], (i+1)/page, want)
+					}
 				}
 			}
 		}
 	}
-	if g := Whole.InBlocks(5); g != Whole || g.Block() != 1 {
-		t.Errorf("whole in blocks: %v, block %d", g, g.Block())
-	}
-	eq, _ := Equal(3)
-	if got := eq.Segment(1).InBlocks(4).String(); got != "1 of 1:1:1 in blocks of 4" {
-		t.Errorf("String %q", got)
+	if g := Whole.InBlocks(func(lo, hi int64) int64 { return 3 }); g.Count(1000) != 1000 || g.Global(77) != 77 || !g.Owns(5) || g.Segment() != Whole {
+		t.Errorf("whole in blocks: %+v", g)
 	}
 }
 
@@ -256,13 +266,14 @@ func TestRandomWeights(t *testing.T) {
 // Lookups allocate nothing (they run once per iteration on an agent's hot path).
 func TestLookupsAllocateNothing(t *testing.T) {
 	g := mustNew(t, 2, 1, 1).Segment(1)
+	bl := g.InBlocks(func(lo, hi int64) int64 { return 3 })
 	var sink int64
 	if a := testing.AllocsPerRun(1000, func() {
 		sink += g.Global(12345) + g.Count(99999)
 		if g.Owns(77) {
 			sink++
 		}
-		sink += g.InBlocks(3).Global(12345) + g.InBlocks(3).Count(99999)
+		sink += bl.Global(12345) + bl.Count(99999)
 	}); a != 0 {
 		t.Errorf("%v allocations per lookup", a)
 	}
