@@ -54,8 +54,10 @@ type httpConn struct {
 	abs []byte
 	pw  *sliceWriter
 	pbw *bufio.Writer
-	// grew: the read buffer grew for the header being read (header.go: shedHeader).
-	grew bool
+	// grew: the read buffer grew for the header being read (header.go: shedHeader); scanErr: the
+	// read error headerFits met, the exchange's.
+	grew    bool
+	scanErr error
 	// spill carries the bytes of a read buffer outgrown by a response header (header.go); nil
 	// until the first growth.
 	spill *spill
@@ -102,6 +104,9 @@ func (h *httpConn) once(req *outgoing, resp *fasthttp.Response) (int64, error) {
 		}
 		for ; h.grow(err); err = resp.ReadLimitBody(&h.br, 0) {
 			resetResponse(resp) // the header outgrew the read buffer, which grew (header.go)
+		}
+		if h.scanErr != nil { // the read error headerFits met: fasthttp saw only what followed it
+			err, h.scanErr = h.scanErr, nil
 		}
 		h.shedHeader(resp)
 		if err != nil {

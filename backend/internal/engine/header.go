@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/valyala/fasthttp"
 )
@@ -56,7 +57,6 @@ func (h *httpConn) growFor(err error) bool {
 	limit := h.vu.e.maxHeader
 	size := h.br.Size()
 	if size >= limit || (h.spill != nil && len(h.spill.b) > 0) {
-		h.vu.shedResp = true // header_too_large: the fields parsed so far (≤ 4 KiB of them) stay in the response
 		return false
 	}
 	// The full buffer's bytes stay valid: the old buffer is never used again.
@@ -76,18 +76,20 @@ func (h *httpConn) growFor(err error) bool {
 // this a header of thousands of tiny fields were parsed again at every doubling and, when over
 // the limit, at its full 64 KiB for nothing — about 1 MiB of fields per VU per answer. It runs
 // when the buffer grows, and before each header read on a connection whose buffer has grown
-// (httpConn.do); a VU with the first 4 KiB buffer lets fasthttp parse at most that. A read error
-// ends the scan with true: fasthttp's parse meets the same error and names it.
+// (httpConn.do); a VU with the first 4 KiB buffer lets fasthttp parse at most that. The end is the
+// final answer's (headerEnd: empty lines before a status line and interim 1xx answers are
+// skipped, as fasthttp skips them). A read error ends the scan with true: EOF is left for
+// fasthttp's parse to meet and name; any other is kept in h.scanErr (bufio hands a read error
+// back once, and a socket read again after a reset says EOF), the exchange's error.
 func (h *httpConn) headerFits(limit int) bool {
 	for {
 		n := h.br.Buffered()
 		buf, _ := h.br.Peek(n)
-		if bytes.Contains(buf, headEnd) || bytes.Contains(buf, headEndLF) {
+		if headerEnd(buf) {
 			return true
 		}
 		if n == h.br.Size() {
 			if n >= limit {
-				h.vu.shedResp = true
 				return false // header_too_large, its fields never parsed
 			}
 			held, _ := h.br.Peek(n)
@@ -96,10 +98,39 @@ func (h *httpConn) headerFits(limit int) bool {
 			continue
 		}
 		if _, err := h.br.Peek(n + 1); err != nil {
+			if err != io.EOF {
+				h.scanErr = err
+			}
 			return true
 		}
 	}
 }
+
+// headerEnd reports whether buf holds the whole header of a final answer: after any empty lines,
+// and past any interim 1xx answer but 101 (as fasthttp reads them), a header ends with an empty
+// line.
+func headerEnd(buf []byte) bool {
+	for {
+		buf = bytes.TrimLeft(buf, "\r\n")
+		e := -1 // just past the first empty line
+		if i := bytes.Index(buf, headEnd); i >= 0 {
+			e = i + len(headEnd)
+		}
+		if i := bytes.Index(buf, headEndLF); i >= 0 && (e < 0 || i+len(headEndLF) < e) {
+			e = i + len(headEndLF)
+		}
+		if e < 0 {
+			return false
+		}
+		interim := len(buf) >= 12 && bytes.HasPrefix(buf, httpPrefix) && buf[9] == '1' && !bytes.Equal(buf[9:12], status101)
+		if !interim {
+			return true
+		}
+		buf = buf[e:]
+	}
+}
+
+var httpPrefix, status101 = []byte("HTTP/"), []byte("101")
 
 // errHeaderTooLarge is a header that does not fit http.max_header, found by headerFits before
 // fasthttp parsed it (classified as fasthttp's own: header_too_large).
