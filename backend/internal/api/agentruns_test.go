@@ -124,6 +124,7 @@ func TestRunOverAgents(t *testing.T) {
 		{"no agents", "POST", runs, `{"agents":0}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
 		{"too many agents", "POST", runs, `{"agents":1001}`, 400, []string{`"agents":`}},
 		{"not a number", "POST", runs, `{"agents":"2"}`, 400, []string{`"agents":"must be a whole number"`}},
+		{"an array", "POST", runs, `[]`, 400, []string{"must be a JSON object with", "not a JSON array"}},
 		{"both", "POST", runs, `{"agents":1,"agent_labels":{"zone":"eu"}}`, 400, []string{`"agents":"give agents or agent_labels, not both"`, `"agent_labels":`}},
 		{"no labels", "POST", runs, `{"agent_labels":{}}`, 400, []string{`"agent_labels":"must hold 1 to 20 labels"`}},
 		{"empty key", "POST", runs, `{"agent_labels":{"":"x"}}`, 400, []string{`"agent_labels":`}},

@@ -226,6 +226,9 @@ func decodeBody(c *gin.Context, v any, what string) error {
 			e.Fields = map[string]string{te.Field: mustBe(te.Type)}
 			return e
 		}
+		if errors.As(err, &te) { // the body itself is of another JSON type: say which, never Go's type
+			return badRequest("the body must be a JSON object with %s, not a JSON %s", what, te.Value)
+		}
 		e := badRequest("the body must be a JSON object with %s: %v", what, err)
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			e.Fields = map[string]string{strings.Trim(f, `"`): "unknown field"}

@@ -2,7 +2,9 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -113,7 +115,11 @@ func checkShape(v any, t reflect.Type, path string, verr *ValidationError) bool 
 			return false
 		}
 		if _, err := n.Int64(); err != nil {
-			verr.add(name, "must be a whole number")
+			if f, ferr := n.Float64(); ferr == nil && f == math.Trunc(f) || errors.Is(ferr, strconv.ErrRange) {
+				verr.add(name, "is too large: "+string(n)[:min(len(n), 40)]) // whole, but no int64 holds it (1e308, 2^63)
+			} else {
+				verr.add(name, "must be a whole number")
+			}
 			return false
 		}
 	case reflect.Float64:
