@@ -59,15 +59,21 @@ func (h *httpConn) growFor(err error) bool {
 	if size >= limit || (h.spill != nil && len(h.spill.b) > 0) {
 		return false
 	}
-	// The full buffer's bytes stay valid: the old buffer is never used again.
-	held, _ := h.br.Peek(h.br.Buffered())
 	if h.spill == nil {
 		h.spill = &spill{h: h}
 	}
-	h.spill.b = held
-	h.br = *bufio.NewReaderSize(h.spill, min(2*size, limit))
+	h.growBuffer(size, limit)
 	h.grew = true
 	return h.headerFits(limit)
+}
+
+// growBuffer replaces the full read buffer of size bytes by one of twice the size (at most
+// limit) that reads the old buffer's bytes first (spill). Those bytes stay valid: the old buffer
+// is never used again.
+func (h *httpConn) growBuffer(size, limit int) {
+	held, _ := h.br.Peek(h.br.Buffered())
+	h.spill.b = held
+	h.br = *bufio.NewReaderSize(h.spill, min(2*size, limit))
 }
 
 // headerFits reads on, growing the buffer up to limit, until the header's end is in it, and
@@ -92,9 +98,7 @@ func (h *httpConn) headerFits(limit int) bool {
 			if n >= limit {
 				return false // header_too_large, its fields never parsed
 			}
-			held, _ := h.br.Peek(n)
-			h.spill.b = held
-			h.br = *bufio.NewReaderSize(h.spill, min(2*n, limit))
+			h.growBuffer(n, limit)
 			continue
 		}
 		if _, err := h.br.Peek(n + 1); err != nil {

@@ -68,6 +68,57 @@ func importJMX(data []byte, o Options) (Result, error) {
 	}
 	j := &jmxImp{udv: map[string]string{}, vars: map[string]bool{}, opts: o}
 	j.collectVars(root)
+	res, err := j.build(top)
+	if err != nil {
+		return res, err
+	}
+	// A variable whose CSV Data Set or extractor was not imported (a second data set, a regex that
+	// is not RE2, a header extraction...) defines nothing: import again with its references kept
+	// as written, so the plan never names a variable it does not set. What the plan defines does
+	// not depend on which variables are known, so the second pass defines all it keeps.
+	unset := j.unsetVars()
+	if len(unset) == 0 {
+		return res, nil
+	}
+	j = &jmxImp{udv: map[string]string{}, vars: map[string]bool{}, opts: o}
+	j.collectVars(root)
+	for _, v := range unset {
+		delete(j.vars, v)
+		j.n.add("${"+v+"}", "its CSV Data Set Config or extractor was not imported (see its note): the variable is not set, its references are kept as written")
+	}
+	return j.build(top)
+}
+
+// unsetVars lists, sorted, the variables collectVars found that the built plan does not set: no
+// data column and no extraction of an imported request.
+func (j *jmxImp) unsetVars() []string {
+	set := map[string]bool{}
+	if csv, ok := j.data["csv"].(string); ok {
+		header, _, _ := strings.Cut(csv, "\n")
+		for _, c := range strings.Split(header, ",") {
+			set[c] = true
+		}
+	}
+	for _, r := range j.reqs {
+		ex, _ := r["extract"].([]map[string]any)
+		for _, e := range ex {
+			if v, ok := e["var"].(string); ok {
+				set[v] = true
+			}
+		}
+	}
+	var unset []string
+	for v := range j.vars {
+		if !set[v] {
+			unset = append(unset, v)
+		}
+	}
+	slices.Sort(unset)
+	return unset
+}
+
+// build imports the test plan under top with the variables collectVars found.
+func (j *jmxImp) build(top *xnode) (Result, error) {
 	name := ""
 	var tpTree *xnode
 	for _, p := range jmxPairs(top) {
