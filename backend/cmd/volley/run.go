@@ -224,8 +224,12 @@ func progressLine(s metrics.Sample, cum int64, total time.Duration) string {
 	if s.Successes > 0 {
 		lat = fmt.Sprintf("p50 %.2fms  p95 %.2fms  p99 %.2fms", s.Latency.P50, s.Latency.P95, s.Latency.P99)
 	}
-	return fmt.Sprintf("%s  reqs %d  rps %.0f  %s  errors %d  vus %d  cpu %.0f%%  rss %s",
+	line := fmt.Sprintf("%s  reqs %d  rps %.0f  %s  errors %d  vus %d  cpu %.0f%%  rss %s",
 		el, cum, s.RPS, lat, s.Errors, s.ActiveVUs, s.Client.CPUPercent, mib(s.Client.RSSBytes))
+	if s.MissingShare > 0 { // a run over agents lost one: this second's counts lack its share
+		line += fmt.Sprintf("  missing %.0f%% (agent lost)", 100*s.MissingShare)
+	}
+	return line
 }
 
 // outcomeStyle is each outcome's words and ANSI colour.
@@ -267,7 +271,11 @@ func printSummary(w io.Writer, p *plan.Plan, s *metrics.Summary) { printSummaryA
 func printSummaryAs(w io.Writer, p *plan.Plan, s *metrics.Summary, status string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\n", p.Name)
-	fmt.Fprintf(tw, "outcome\t%s\n", outcomeWords(w, s.Outcome(status)))
+	outcome := outcomeWords(w, s.Outcome(status))
+	if s.Degraded { // the verdict of what was sent; an agent's share of the later seconds never was
+		outcome += ", degraded (an agent was lost: see below)"
+	}
+	fmt.Fprintf(tw, "outcome\t%s\n", outcome)
 	if msg := s.EndMessage(status); msg != "" {
 		fmt.Fprintf(tw, "error\t%s\n", msg)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/metrics"
+	"github.com/volley-load/volley/backend/internal/plan"
 )
 
 // arrivals is a registry whose agents appear at the given times after start (synctest's clock).
@@ -116,6 +117,28 @@ func TestDegradedExit(t *testing.T) {
 	printAgents(&out, &metrics.Summary{})
 	if out.Len() != 0 {
 		t.Errorf("a local run printed %q", out.String())
+	}
+}
+
+// A degraded run's summary says so on its outcome line, and each second after the loss says on its
+// progress line what share of the load it lacks; a complete run's lines say neither.
+func TestDegradedOutcomeAndProgress(t *testing.T) {
+	p := &plan.Plan{Name: "p"}
+	for _, degraded := range []bool{true, false} {
+		var out bytes.Buffer
+		printSummaryAs(&out, p, &metrics.Summary{Requests: 10, Successes: 10, Agents: 3, Degraded: degraded, LostAgents: []string{"gen-2"}}, "finished")
+		line, _, _ := strings.Cut(strings.SplitN(out.String(), "outcome", 2)[1], "\n")
+		if got := strings.Contains(strings.ToLower(line), "passed, degraded"); got != degraded {
+			t.Errorf("degraded %v: outcome line %q", degraded, line)
+		}
+		share := 0.0
+		if degraded {
+			share = 1.0 / 3
+		}
+		prog := progressLine(metrics.Sample{ElapsedS: 12, MissingShare: share}, 100, 0)
+		if got := strings.Contains(prog, "missing 33% (agent lost)"); got != degraded {
+			t.Errorf("degraded %v: progress line %q", degraded, prog)
+		}
 	}
 }
 
