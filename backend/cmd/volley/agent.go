@@ -170,8 +170,9 @@ type agentsCtl struct {
 // startAgents starts the broker listening for agents on addr and the registry on it; a stateDir
 // keeps the join token across restarts (bus.Config.StateDir) and JetStream's file store in
 // stateDir/jetstream (bus.Config.StoreDir: the runs' snapshots survive a controller restart).
-func startAgents(addr, stateDir string) (*agentsCtl, error) {
-	cfg := bus.Config{AgentsListen: addr, StateDir: stateDir}
+// Refused connections and hellos are logged on log (nil: not logged).
+func startAgents(addr, stateDir string, log *slog.Logger) (*agentsCtl, error) {
+	cfg := bus.Config{AgentsListen: addr, StateDir: stateDir, Log: log}
 	if stateDir != "" {
 		cfg.StoreDir = filepath.Join(stateDir, "jetstream")
 	}
@@ -190,6 +191,7 @@ func startAgents(addr, stateDir string) (*agentsCtl, error) {
 		b.Close()
 		return nil, fmt.Errorf("--agents-listen: %w", err)
 	}
+	reg.LogRefusals(log)
 	return &agentsCtl{Registry: reg, b: b, nc: nc}, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -76,8 +77,9 @@ func checkControllerNATS(e bus.External, agentsListen string) error {
 }
 
 // startAgentsExternal connects the controller to the external NATS and starts the agent registry
-// on that connection (agents join the NATS with their own credentials: no join token).
-func startAgentsExternal(e bus.External) (*agentsCtl, error) {
+// on that connection (agents join the NATS with their own credentials: no join token). Refused
+// hellos are logged on log (nil: not logged); the NATS itself refuses bad credentials.
+func startAgentsExternal(e bus.External, log *slog.Logger) (*agentsCtl, error) {
 	nc, err := bus.ConnectController(e, "volley controller")
 	if err != nil {
 		return nil, fmt.Errorf("--nats %s: %w", e.URL, err)
@@ -87,5 +89,6 @@ func startAgentsExternal(e bus.External) (*agentsCtl, error) {
 		nc.Close()
 		return nil, fmt.Errorf("--nats %s: %w", e.URL, err)
 	}
+	reg.LogRefusals(log)
 	return &agentsCtl{Registry: reg, nc: nc, url: e.URL}, nil
 }

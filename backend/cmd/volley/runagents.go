@@ -95,15 +95,17 @@ func (a *agentRun) check(c *cobra.Command) error {
 // start brings up the broker side: the embedded broker with its listener (printing the join
 // command on w) or the external NATS's connection, and the registry.
 func (a *agentRun) start(w io.Writer) (*agentsCtl, error) {
+	// A refused agent (wrong token, taken id, another release) is said while waiting for agents.
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if a.nats.URL != "" {
-		ag, err := startAgentsExternal(a.nats)
+		ag, err := startAgentsExternal(a.nats, log)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(w, "waiting for agents on %s (they join with their own credentials: volley agent --nats %s --nkey SEED_FILE --id ID)\n", ag.URL(), ag.URL())
 		return ag, nil
 	}
-	ag, err := startAgents(a.listen, "")
+	ag, err := startAgents(a.listen, "", log)
 	if err != nil {
 		return nil, err
 	}

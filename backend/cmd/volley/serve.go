@@ -224,7 +224,7 @@ Add an admin first, then start again (everyone then logs in):
 	apiOpts := []api.Option{api.WithGuard(guard)}
 	var steer *cluster.Coordinator // live control of the runs over agents
 	if lim.agentsListen != "" {
-		ag, err := startAgents(lim.agentsListen, lim.agentsState)
+		ag, err := startAgents(lim.agentsListen, lim.agentsState, log)
 		if err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ Add an admin first, then start again (everyone then logs in):
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
 	}
 	if lim.nats.URL != "" {
-		ag, err := startAgentsExternal(lim.nats)
+		ag, err := startAgentsExternal(lim.nats, log)
 		if err != nil {
 			return err
 		}

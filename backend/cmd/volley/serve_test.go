@@ -180,22 +180,8 @@ func TestSlowClientsCapAndTimeout(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer collects a server's log written from its goroutines.
+type lockedBuffer = testutil.SyncBuffer
 
 func TestServeRefusesBadPublicURL(t *testing.T) {
 	opts := defaultServeOpts()

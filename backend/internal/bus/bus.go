@@ -30,6 +30,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"regexp"
@@ -55,6 +56,9 @@ type Config struct {
 	// on the first start with it, so the join token stays the same across restarts; empty: new
 	// ones at every start. Only used with AgentsListen; a set Secret overrides the file's.
 	StateDir string
+	// Log receives a warning for each refused connection (wrong join secret, invalid or taken
+	// agent id), rate-limited (Refusals); nil: not logged.
+	Log *slog.Logger
 }
 
 // Bus is a running embedded broker.
@@ -65,6 +69,8 @@ type Bus struct {
 	cert       tls.Certificate
 	fp         [32]byte
 	agentsAddr string
+
+	refusals *Refusals
 
 	mu     sync.Mutex
 	agents map[string]uint64 // agent id → its connection's client id, while connected
@@ -83,7 +89,7 @@ func ValidAgentID(id string) bool { return agentID.MatchString(id) }
 
 // Start starts the embedded broker and waits until it accepts connections (≤ 10 s).
 func Start(cfg Config) (*Bus, error) {
-	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}}
+	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}, refusals: NewRefusals(cfg.Log)}
 	var err error
 	if b.secret == "" {
 		if b.secret, err = randomSecret(); err != nil {
@@ -285,28 +291,45 @@ type authenticator Bus
 
 func (a *authenticator) Check(c server.ClientAuthentication) bool {
 	b := (*Bus)(a)
-	if c.Kind() != server.CLIENT {
-		return false
-	}
-	o := c.GetOpts()
-	if o == nil || o.Token != "" {
-		return false
-	}
-	if o.Username == controllerUser {
-		if !equal(o.Password, b.ctlSecret) {
-			return false
-		}
-		c.RegisterUser(&server.User{Username: controllerUser})
+	why, user := b.check(c)
+	if why == "" {
 		return true
 	}
-	if !ValidAgentID(o.Username) || !equal(o.Password, b.secret) {
-		return false
+	remote := ""
+	if addr := c.RemoteAddress(); addr != nil {
+		remote = addr.String()
 	}
-	if !b.claim(o.Username, c.GetID()) {
-		return false
+	b.refusals.Refused("agent connection refused", "remote", remote, "agent", clipID(user), "reason", why)
+	return false
+}
+
+// check authenticates connection c and registers its user: "" when it may connect, else why not
+// (never the secret), with the user name it gave.
+func (b *Bus) check(c server.ClientAuthentication) (why, user string) {
+	if c.Kind() != server.CLIENT {
+		return "not a client connection", ""
+	}
+	o := c.GetOpts()
+	switch {
+	case o == nil:
+		return "no connect options", ""
+	case o.Token != "":
+		return "a token instead of an agent id and the join secret (is the join token given whole, with --token?)", ""
+	case o.Username == controllerUser:
+		if !equal(o.Password, b.ctlSecret) {
+			return "wrong controller secret", o.Username
+		}
+		c.RegisterUser(&server.User{Username: controllerUser})
+		return "", o.Username
+	case !ValidAgentID(o.Username):
+		return "not an agent id (1–63 of a-z, 0-9, '-')", o.Username
+	case !equal(o.Password, b.secret):
+		return "wrong join secret (the join token changes at each start without --agents-state)", o.Username
+	case !b.claim(o.Username, c.GetID()):
+		return "an agent with this id is already connected (give each agent its own --id)", o.Username
 	}
 	c.RegisterUser(&server.User{Username: o.Username, Permissions: SubjectsFor(o.Username)})
-	return true
+	return "", o.Username
 }
 
 // claim records agent id as connected on client cid, unless another live connection holds it.

@@ -2,11 +2,16 @@ package bus
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 func startBus(t *testing.T, cfg Config) *Bus {
@@ -142,7 +147,8 @@ func TestAgentPermissions(t *testing.T) {
 // The agents listener is TLS with a pinned certificate: the join token's secret and fingerprint
 // get in; a wrong secret, a wrong fingerprint, a bad id or an id already connected do not.
 func TestRemoteAgentsJoinWithTheToken(t *testing.T) {
-	b := startBus(t, Config{AgentsListen: "127.0.0.1:0"})
+	var logged testutil.SyncBuffer
+	b := startBus(t, Config{AgentsListen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if !b.Listening() || !strings.HasPrefix(b.AgentsAddr(), "127.0.0.1:") {
 		t.Fatalf("agents listener %q", b.AgentsAddr())
 	}
@@ -183,6 +189,17 @@ func TestRemoteAgentsJoinWithTheToken(t *testing.T) {
 	if nc, err := nats.Connect(url, nats.UserInfo("edge-4", tok.Secret), nats.NoReconnect()); err == nil {
 		nc.Close()
 		t.Error("a connection without TLS was accepted")
+	}
+
+	// Each refusal is logged with its reason and where it came from, never with a secret.
+	log := logged.String()
+	for _, want := range []string{"already connected", "wrong join secret", "wrong controller secret", "remote=127.0.0.1:"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no refusal logged with %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, tok.Secret) || strings.Contains(log, bad.Secret) {
+		t.Errorf("a secret was logged:\n%s", log)
 	}
 
 	// Once the first connection is gone, the id can join again.
@@ -229,5 +246,32 @@ func TestListenPortZeroIsAFreePort(t *testing.T) {
 	b := startBus(t, Config{AgentsListen: "127.0.0.1:0"})
 	if a.AgentsAddr() == b.AgentsAddr() || strings.HasSuffix(a.AgentsAddr(), ":0") {
 		t.Fatalf("addresses %s and %s", a.AgentsAddr(), b.AgentsAddr())
+	}
+}
+
+// A flood of refusals logs at most refusalBurst lines per refusalWindow; the next logged line
+// counts those left out. A nil Refusals logs nothing.
+func TestRefusalsAreRateLimited(t *testing.T) {
+	var out testutil.SyncBuffer
+	now := time.Unix(1000, 0)
+	r := NewRefusals(slog.New(slog.NewTextHandler(&out, nil)))
+	r.now = func() time.Time { return now }
+	for range 3 * refusalBurst {
+		r.Refused("agent connection refused", "agent", "x")
+	}
+	if n := strings.Count(out.String(), "\n"); n != refusalBurst {
+		t.Fatalf("%d lines for %d refusals in one window, want %d:\n%s", n, 3*refusalBurst, refusalBurst, out.String())
+	}
+	now = now.Add(refusalWindow)
+	r.Refused("agent connection refused", "agent", "y")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if last := lines[len(lines)-1]; len(lines) != refusalBurst+1 || !strings.Contains(last, "agent=y") || !strings.Contains(last, fmt.Sprintf("not_logged_before=%d", 2*refusalBurst)) {
+		t.Errorf("the next window's first line %q (%d lines)", last, len(lines))
+	}
+	var none *Refusals
+	none.Refused("nothing") // must not panic
+	NewRefusals(nil).Refused("nothing")
+	if long := clipID(strings.Repeat("é", 40)); len(long) > 64+len("…") || !utf8.ValidString(long) {
+		t.Errorf("clipID gave %q", long)
 	}
 }

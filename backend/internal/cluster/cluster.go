@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,7 +49,13 @@ type Registry struct {
 	agents map[string]*entry
 
 	ask helloAsker // asks unknown agents to say hello again (rehello.go)
+
+	refusals atomic.Pointer[bus.Refusals] // refused hellos are logged here (LogRefusals)
 }
+
+// LogRefusals logs each refused hello (another protocol, a bad id or weight...) on log as a
+// warning, rate-limited (bus.Refusals); nil: not logged (the default).
+func (r *Registry) LogRefusals(log *slog.Logger) { r.refusals.Store(bus.NewRefusals(log)) }
 
 // entry is a registered agent. An agent is listed once a presence beat has come after its hello:
 // a hello could name any id, but only agent id's own connection may publish its presence subject
@@ -149,6 +156,13 @@ func (r *Registry) onHello(m *nats.Msg) {
 		}
 		a.LastSeen = r.now()
 		r.mu.Unlock()
+	}
+	if reply.Error != "" {
+		reason := reply.Error
+		if len(reason) > 300 { // a hello's fields are the agent's to say
+			reason = strings.ToValidUTF8(reason[:300], "") + "…"
+		}
+		r.refusals.Load().Refused("agent refused at hello", "reason", reason)
 	}
 	b, _ := json.Marshal(reply)
 	_ = m.Respond(b)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -237,6 +238,7 @@ func TestImpossibleSecondsAreRefused(t *testing.T) {
 // presence's CPU is clamped to [0, 100 × cores] and its RSS to 1 TiB.
 func TestHelloBoundsAndPresenceClamped(t *testing.T) {
 	e := newEnv(t)
+	e.reg.LogRefusals(slog.New(e.logs))
 	nc, err := e.b.LocalAgent("x")
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +254,9 @@ func TestHelloBoundsAndPresenceClamped(t *testing.T) {
 		if err != nil || json.Unmarshal(m.Data, &rep) != nil || rep.OK || !strings.Contains(rep.Error, tc.want) {
 			t.Fatalf("hello weight %d cores %d: %v %+v", tc.weight, tc.cores, err, rep)
 		}
+	}
+	if n := e.logs.count("agent refused at hello"); n != 4 {
+		t.Errorf("%d refused hellos logged, want 4", n)
 	}
 	a := e.agent("a", 1000, Ready{OK: true}) // 1 core
 	for _, p := range []bus.Presence{{State: "idle", CPUPercent: 1e9, RSSBytes: 1 << 62}, {State: "idle", CPUPercent: -3}} {

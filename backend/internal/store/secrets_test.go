@@ -3,9 +3,10 @@ package store
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 func TestSecretsPutListReadDelete(t *testing.T) {
@@ -51,7 +52,7 @@ func TestSecretsPutListReadDelete(t *testing.T) {
 // A statement logged as slow shows "?" for its values: a secret or a plan never reaches the log.
 func TestSlowStatementLogHasNoValues(t *testing.T) {
 	s := newStore(t)
-	var buf syncBuf
+	var buf testutil.SyncBuffer
 	s.db.Logger = dbLogger(&buf, time.Nanosecond) // every statement is "slow"
 	if _, _, err := s.PutSecret(t.Context(), "K", "v4lue-canary"); err != nil {
 		t.Fatal(err)
@@ -66,21 +67,4 @@ func TestSlowStatementLogHasNoValues(t *testing.T) {
 	if strings.Contains(out, "v4lue-canary") || strings.Contains(out, "'K'") {
 		t.Errorf("a value is in the log: %q", out)
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
