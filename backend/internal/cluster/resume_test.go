@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/testutil"
 )
@@ -440,4 +441,64 @@ func TestStopIsRepeatedUntilTheFinals(t *testing.T) {
 	if r.err != nil || r.sum.Requests != 10 {
 		t.Fatalf("%v %+v", r.err, r.sum)
 	}
+}
+
+// A run that ended without one agent's final (lost: it was reconnecting to a restarted broker
+// past ResumeGrace) repeats its stop no more; that agent, back and still loading the target,
+// says so in its presence beats: the coordinator tells it to stop, as the run's controller,
+// once per StopRepeat — not for a beat within endedGrace of the end (sent before it), not for
+// another run, not once the run is forgotten past endedMax ended runs.
+func TestLateAgentOfAnEndedRunIsStopped(t *testing.T) {
+	const run = 50
+	e := newEnv(t)
+	st := Started{Controller: "dead", StartAtUnixNano: t0.Add(-4 * time.Second).UnixNano(), FenceAfterMs: 10_000,
+		Agents: []StartedAgent{{"a", 1}}}
+	res := e.resume(context.Background(), RunSpec{Run: run, Plan: testPlan(t)}, st, 1, newHooks())
+	for deadline := time.Now().Add(10 * time.Second); e.logs.count("resuming a run over agents") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the run was not resumed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	e.at(ResumeGrace + EndMargin)
+	if r := wait(t, res); r.err == nil || !strings.Contains(r.err.Error(), "lost: a") {
+		t.Fatalf("%+v", r)
+	}
+	a := e.agent("a", 1, Ready{OK: true}) // back after the run's end
+	beat := func(p bus.Presence) {
+		b, _ := json.Marshal(p)
+		e.co.onPresence(&nats.Msg{Subject: bus.PresenceSubject("a"), Data: b})
+		if err := e.co.conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := bus.Presence{State: "running", Run: run, Cores: 1}
+	beat(running) // within endedGrace of the end
+	e.clk.Add(endedGrace)
+	beat(bus.Presence{State: "idle", Cores: 1})
+	beat(bus.Presence{State: "running", Run: run + 1, Cores: 1})
+	a.noControl()
+	want := Control{Kind: ControlStop, Run: run, Controller: "dead", Reason: endedReason}
+	beat(running)
+	if c := a.control(); c != want {
+		t.Fatalf("control %+v", c)
+	}
+	beat(running)
+	e.clk.Add(StopRepeat - time.Millisecond)
+	beat(running)
+	a.noControl()
+	e.clk.Add(time.Millisecond)
+	beat(running)
+	if c := a.control(); c != want {
+		t.Fatalf("again: control %+v", c)
+	}
+	if n := e.logs.count("an agent still runs a run that has ended; telling it to stop"); n != 1 {
+		t.Fatalf("logged %d times", n)
+	}
+	for i := range endedMax {
+		e.co.ended(int64(1000+i), "other")
+	}
+	e.clk.Add(StopRepeat)
+	beat(running)
+	a.noControl()
 }

@@ -130,6 +130,7 @@ type Coordinator struct {
 	id   string // this controller process (Prepare.Controller, Control.Controller)
 	now  func() time.Time
 	tsub *nats.Subscription
+	psub *nats.Subscription // presence beats (onPresence)
 
 	// tick is how often a run looks at its clock (deadlines, presence); tickHook runs after each
 	// look (tests).
@@ -145,6 +146,8 @@ type Coordinator struct {
 	mu   sync.Mutex
 	busy map[string]int64 // agent id → the run of this coordinator it works on
 	runs map[int64]*run   // the runs being driven (merged), for Control
+
+	endedRuns endedRuns // runs that ended here, for a late agent (ended.go)
 }
 
 // CoordinatorOption configures NewCoordinator.
@@ -198,15 +201,22 @@ func NewCoordinator(conn *nats.Conn, reg *Registry, log *slog.Logger, opts ...Co
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if err := conn.Flush(); err != nil {
+	if c.psub, err = conn.Subscribe(bus.SubjectPresenceAll, c.onPresence); err != nil {
 		_ = c.tsub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := conn.Flush(); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return c, nil
 }
 
-// Close stops answering clock probes (runs in progress go on).
-func (c *Coordinator) Close() { _ = c.tsub.Unsubscribe() }
+// Close stops answering clock probes and following presence (runs in progress go on).
+func (c *Coordinator) Close() {
+	_ = c.tsub.Unsubscribe()
+	_ = c.psub.Unsubscribe()
+}
 
 // ensureStream creates or updates the snapshot stream with replicas (0: auto, StreamReplicas).
 func (c *Coordinator) ensureStream(file bool, replicas int) error {
@@ -478,6 +488,7 @@ func (c *Coordinator) Abandon(runID int64, controller, reason string) {
 	}
 	r := &run{c: c, spec: RunSpec{Run: runID, Controller: controller}, log: c.log.With("run", runID)}
 	c.log.Warn("the agents of a run that cannot be taken over are told to stop", "run", runID, "controller", controller, "why", reason)
+	c.ended(runID, controller)
 	r.repeatStop(Control{Kind: ControlStop, Reason: reason}, ResumeGrace)
 }
 
@@ -547,6 +558,7 @@ func (r *run) drive(ctx context.Context, sub *nats.Subscription, backlog uint64)
 			delete(r.c.runs, r.spec.Run)
 		}
 		r.c.mu.Unlock()
+		r.c.ended(r.spec.Run, r.spec.Controller) // an agent still running it is told to stop
 		close(r.live.done)
 	}()
 	if r.hq != nil {
