@@ -50,7 +50,8 @@ func (r *Runner) SetDriveControl(f DriveControl) {
 // run's load — and its *plan.ValidationError refuses the change (the server's caps). Errors:
 // ErrNotRunning (not the active run, or it is ending), ErrNotDriven (a run started with
 // StartDriven on a runner without SetDriveControl), ErrNotControllable, ErrTooManyChanges, a
-// *plan.ValidationError (field "vus" or "rate" out of range, or check's), a driven run's
+// *plan.ValidationError (field "vus" or "rate" out of range — a rate is checked against the
+// plan's plan.Load.RateBound before check is called — or check's), a driven run's
 // DriveControl's own errors, or an error when ch does not hold exactly one value.
 func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (metrics.RunEvent, error) {
 	if (ch.VUs == nil) == (ch.Rate == nil) {
@@ -68,6 +69,13 @@ func (r *Runner) Control(id int64, ch Change, check func(*plan.Plan) error) (met
 		p = eng.Plan()
 	} else if steer == nil || p == nil {
 		return metrics.RunEvent{}, ErrNotDriven
+	}
+	if ch.Rate != nil {
+		// The plan's own bound first, naming it: the server's caps would see the rate clamped to
+		// a whole number (1e308 as 2147483647 iterations/s).
+		if perUnit, msg := p.Load.RateBound(); *ch.Rate < 0 || math.IsNaN(*ch.Rate) || *ch.Rate > float64(perUnit) {
+			return metrics.RunEvent{}, &plan.ValidationError{Fields: map[string]string{"rate": "must be at least 0 and " + msg}}
+		}
 	}
 	if check != nil {
 		if err := check(changedPlan(p, ch)); err != nil {

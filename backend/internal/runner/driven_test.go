@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -282,6 +284,16 @@ func TestControlOfADrivenRun(t *testing.T) {
 	capped := &plan.ValidationError{Fields: map[string]string{"load.vus": "at most 4"}}
 	if _, err := rn.Control(31, Change{VUs: &vus}, func(*plan.Plan) error { return capped }); err != capped {
 		t.Errorf("a change the check refuses: %v", err)
+	}
+	// A rate past the plan's bound is refused naming the bound before the check sees it clamped
+	// (1e308 as 2147483647 iterations/s); so are a negative rate and NaN.
+	for _, r := range []float64{1e308, -1, math.NaN()} {
+		checked = nil
+		_, err := rn.Control(31, Change{Rate: &r}, func(p *plan.Plan) error { checked = p; return nil })
+		var ve *plan.ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(ve.Fields["rate"], "must be at most") || checked != nil {
+			t.Errorf("rate %v: %v (checked %v), want a rate error naming the bound, unchecked", r, err, checked != nil)
+		}
 	}
 	if len(calls) != 0 { // the refused check's change never reached the drive
 		t.Errorf("%d more calls reached the drive, want none", len(calls))
