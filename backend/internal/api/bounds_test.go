@@ -211,6 +211,14 @@ func malformed() []struct{ method, path, body string } {
 	return out
 }
 
+// heapKiB is the live heap after a collection, in KiB.
+func heapKiB() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc >> 10)
+}
+
 func rssKiB(t *testing.T) int64 {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -264,15 +272,19 @@ func TestMalformedRequestsNever5xx(t *testing.T) {
 		return statuses
 	}
 	round() // warm up: the first round fills caches, pools and SQLite's pages
-	before := rssKiB(t)
+	before, heapBefore := rssKiB(t), heapKiB()
 	var statuses map[int]int
 	for range 3 {
 		statuses = round()
 	}
-	after := rssKiB(t)
-	t.Logf("%d malformed requests × 3 rounds: statuses %v; RSS %d → %d KiB (%+d KiB)", len(table), statuses, before, after, after-before)
-	if after-before > 32<<10 {
-		t.Errorf("RSS grew by %d KiB over 3 rounds", after-before)
+	after, heapAfter := rssKiB(t), heapKiB()
+	t.Logf("%d malformed requests × 3 rounds: statuses %v; live heap %d → %d KiB (%+d KiB), RSS %d → %d KiB (%+d KiB)",
+		len(table), statuses, heapBefore, heapAfter, heapAfter-heapBefore, before, after, after-before)
+	// The live heap after a collection: what a leak would grow. RSS is logged only: under -race it
+	// holds the detector's shadow memory, which the runtime does not give back (+45 MiB over 3
+	// rounds seen once in CI while the live heap is flat).
+	if heapAfter-heapBefore > 16<<10 {
+		t.Errorf("the live heap grew by %d KiB over 3 rounds", heapAfter-heapBefore)
 	}
 	if st, _ := a.do("GET", "/api/health", ""); st != http.StatusOK {
 		t.Errorf("health after: %d", st)
