@@ -195,13 +195,16 @@ func (b *Bus) LocalAgent(id string, opts ...nats.Option) (*nats.Conn, error) {
 	return nats.Connect("", o...)
 }
 
+// TokenPrefix starts every join token: a string starting with it is a secret (never echo it).
+const TokenPrefix = "vly1."
+
 // JoinToken is what a remote agent needs to join: "vly1.<secret>.<sha256 of the listener's
 // certificate, hex>". Empty without an agents listener.
 func (b *Bus) JoinToken() string {
 	if b.agentsAddr == "" {
 		return ""
 	}
-	return "vly1." + b.secret + "." + hex.EncodeToString(b.fp[:])
+	return TokenPrefix + b.secret + "." + hex.EncodeToString(b.fp[:])
 }
 
 // Token is a parsed join token.
@@ -214,7 +217,7 @@ type Token struct {
 // repeating the secret.
 func ParseToken(s string) (Token, error) {
 	parts := strings.Split(strings.TrimSpace(s), ".")
-	if len(parts) != 3 || parts[0] != "vly1" {
+	if len(parts) != 3 || parts[0]+"." != TokenPrefix {
 		return Token{}, errors.New(`a join token has the form vly1.<secret>.<fingerprint> (volley serve prints it; GET /api/agents/token)`)
 	}
 	if len(parts[1]) < 16 {
@@ -244,11 +247,21 @@ func (t Token) AgentTLS() *tls.Config {
 			}
 			got := sha256.Sum256(raw[0])
 			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				return fmt.Errorf("the broker's certificate (sha256 %x…) is not the join token's (%x…)", got[:4], want[:4])
+				return &CertMismatchError{Got: got, Want: want}
 			}
 			return nil
 		},
 	}
+}
+
+// CertMismatchError is an agent's refusal of a broker whose certificate is not the one its join
+// token pins (AgentTLS): another server, or the controller's listener with a new certificate (it
+// restarted without its state, or it was a `volley run --agents` that ended). The agent's own
+// refusal, never sent to the broker; nats.go hands it back wrapped (errors.As finds it).
+type CertMismatchError struct{ Got, Want [32]byte }
+
+func (e *CertMismatchError) Error() string {
+	return fmt.Sprintf("the broker's certificate (sha256 %x…) is not the join token's (%x…)", e.Got[:4], e.Want[:4])
 }
 
 // ConnectAgent connects a remote agent to url (nats://host:port) with a join token.

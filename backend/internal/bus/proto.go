@@ -48,7 +48,8 @@ func (g Geometry) String() string {
 	return fmt.Sprintf("%d–%d µs, %d significant digits", g.LowestUs, g.HighestUs, g.SigFigs)
 }
 
-// Hello is an agent's introduction (JSON on SubjectHello).
+// Hello is an agent's introduction (JSON on SubjectHello). The controller refuses one whose
+// fields are out of their bounds (cluster's checkBounds: weight, cores, host, version, labels).
 type Hello struct {
 	ID        string            `json:"id"`
 	Version   string            `json:"version"`  // the agent binary's version
@@ -68,9 +69,10 @@ type HelloReply struct {
 	Protocol int    `json:"protocol"` // the controller's Protocol
 }
 
-// Presence is an agent's heartbeat (JSON on PresenceSubject, every PresenceInterval).
+// Presence is an agent's heartbeat (JSON on PresenceSubject, every PresenceInterval). The
+// controller ignores one with another state, a negative run, or a run while idle.
 type Presence struct {
-	State      string  `json:"state"`         // "idle" (no run) or "running"
+	State      string  `json:"state"`         // "idle" (no run, Run 0) or "running"
 	Run        int64   `json:"run,omitempty"` // the run it works on, 0: none
 	Cores      int     `json:"cores"`
 	CPUPercent float64 `json:"cpu_percent"` // of one core, since the previous presence (200 = two cores busy)

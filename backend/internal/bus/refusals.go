@@ -55,7 +55,11 @@ func (r *Refusals) Refused(msg string, args ...any) {
 	r.log.Warn(msg, args...)
 }
 
-// clipID is a peer-given name as a log value: at most 64 bytes (the rest marked).
+// ClipID is a peer-given name (an agent id, a label key) as a log or error value: at most 64
+// bytes of it, the rest marked "…", so that a huge one cannot make a huge line.
+func ClipID(s string) string { return clipID(s) }
+
+// clipID is ClipID.
 func clipID(s string) string {
 	if len(s) > 64 {
 		return strings.ToValidUTF8(s[:64], "") + "…"

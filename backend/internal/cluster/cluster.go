@@ -110,13 +110,45 @@ func Check(h bus.Hello, version string) error {
 	return nil
 }
 
-// Bounds of what an agent may say of itself: a hello's weight and cores (refused outside them),
-// a presence's RSS (clamped; its CPU is clamped to [0, 100 × cores]).
+// Bounds of what an agent may say of itself: a hello's weight, cores, host and version (refused
+// outside them; its labels: CheckLabels), a presence's RSS (clamped; its CPU is clamped to
+// [0, 100 × cores]). A host is at most a DNS name's 253 bytes; a version ("1.4.0",
+// "v1.4.0-12-gabcdef0-dirty") fits in 64.
 const (
-	MaxWeight   = 1000
-	MaxCores    = 4096
-	MaxRSSBytes = 1 << 40 // 1 TiB
+	MaxWeight     = 1000
+	MaxCores      = 4096
+	MaxRSSBytes   = 1 << 40 // 1 TiB
+	MaxHostLen    = 253
+	MaxVersionLen = 64
 )
+
+// Bounds of labels, an agent's (its hello, volley agent --labels) and a run's selection by them
+// (volley run --agent-labels, the API's agent_labels) alike: CheckLabels.
+const (
+	MaxLabels        = 20
+	MaxLabelKeyLen   = 63
+	MaxLabelValueLen = 253
+)
+
+// CheckLabels says which of labels breaks their bounds (nil: none): at most MaxLabels labels, each
+// key 1–MaxLabelKeyLen bytes, each value at most MaxLabelValueLen bytes. The error names the
+// label (clipped, bus.ClipID) and the bound.
+func CheckLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fmt.Errorf("%d labels: at most %d", len(labels), MaxLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		switch v := labels[k]; {
+		case k == "":
+			return fmt.Errorf("a label with an empty key: a key is 1–%d bytes", MaxLabelKeyLen)
+		case len(k) > MaxLabelKeyLen:
+			return fmt.Errorf("label key %q is %d bytes: a key is 1–%d bytes", bus.ClipID(k), len(k), MaxLabelKeyLen)
+		case len(v) > MaxLabelValueLen:
+			return fmt.Errorf("label %q: its value is %d bytes, at most %d", k, len(v), MaxLabelValueLen)
+		}
+	}
+	return nil
+}
 
 // checkBounds says which field of hello h is out of its bounds (nil: none).
 func checkBounds(h bus.Hello) error {
@@ -125,6 +157,15 @@ func checkBounds(h bus.Hello) error {
 	}
 	if h.Cores < 1 || h.Cores > MaxCores {
 		return fmt.Errorf("agent %q: cores %d is not in 1–%d", h.ID, h.Cores, MaxCores)
+	}
+	if len(h.Host) > MaxHostLen {
+		return fmt.Errorf("agent %q: host is %d bytes, at most %d", h.ID, len(h.Host), MaxHostLen)
+	}
+	if len(h.Version) > MaxVersionLen {
+		return fmt.Errorf("agent %q: version is %d bytes, at most %d", h.ID, len(h.Version), MaxVersionLen)
+	}
+	if err := CheckLabels(h.Labels); err != nil {
+		return fmt.Errorf("agent %q: labels: %w", h.ID, err)
 	}
 	return nil
 }
@@ -162,7 +203,7 @@ func (r *Registry) onHello(m *nats.Msg) {
 		if len(reason) > 300 { // a hello's fields are the agent's to say
 			reason = strings.ToValidUTF8(reason[:300], "") + "…"
 		}
-		r.refusals.Load().Refused("agent refused at hello", "reason", reason)
+		r.refusals.Load().Refused("agent refused at hello", "agent", bus.ClipID(h.ID), "reason", reason)
 	}
 	b, _ := json.Marshal(reply)
 	_ = m.Respond(b)
@@ -170,11 +211,12 @@ func (r *Registry) onHello(m *nats.Msg) {
 
 // onPresence refreshes an agent that said hello; a beat of an agent the registry does not know
 // (it said hello to an earlier controller) is otherwise ignored, and asks that agent to say hello
-// again (askHello).
+// again (askHello). A beat that is not a presence (validPresence) is ignored: it refreshes
+// nothing, so an agent that only sends such beats is gone after bus.PresenceTTL.
 func (r *Registry) onPresence(m *nats.Msg) {
 	id := presenceID(m.Subject)
 	var p bus.Presence
-	if id == "" || json.Unmarshal(m.Data, &p) != nil {
+	if id == "" || json.Unmarshal(m.Data, &p) != nil || !validPresence(p) {
 		return
 	}
 	r.mu.Lock()
@@ -191,6 +233,18 @@ func (r *Registry) onPresence(m *nats.Msg) {
 	// A peer's figures, bounded: at most every core busy, at most MaxRSSBytes.
 	a.CPUPercent = min(max(p.CPUPercent, 0), 100*float64(max(a.Cores, 1)))
 	a.RSSBytes = min(p.RSSBytes, MaxRSSBytes)
+}
+
+// validPresence reports whether p is a presence an agent of this protocol sends: state "idle"
+// with run 0, or "running" with a run ≥ 0.
+func validPresence(p bus.Presence) bool {
+	switch p.State {
+	case "idle":
+		return p.Run == 0
+	case "running":
+		return p.Run >= 0
+	}
+	return false
 }
 
 // presenceID is the agent id in a presence subject ("" if it is not one).
