@@ -1,6 +1,7 @@
 // Package agent is the `volley agent` loop: it joins the controller's broker with a join token,
 // says hello (refused on an incompatible protocol or histogram geometry) and publishes its
-// presence every bus.PresenceInterval. It reconnects forever; after a reconnect, or when a
+// presence every bus.PresenceInterval. It reconnects forever (but to a listener whose certificate
+// stays another than its token's: Config.CertGiveUp); after a reconnect, or when a
 // controller that does not know it asks (bus.HelloAgainSubject), it says hello again.
 //
 // It runs its share of a plan when the controller asks (run.go; docs/scale-out.md): Prepare →
@@ -63,6 +64,53 @@ type Config struct {
 	// trip 0) and watches no lease (it cannot be cut off from its own process, so it never
 	// fences). Prepare, start, stop and live changes still come over the broker. nil: a remote agent.
 	Handoff *cluster.Handoff
+	// CertGiveUp is how long, once joined, the agents listener may keep presenting another
+	// certificate than the join token's (every reconnection attempt in a row refused for it)
+	// before Run gives up with a *CertGoneError; 0: DefaultCertGiveUp. Only with the pinned TLS
+	// of a join token (Connect nil).
+	CertGiveUp time.Duration
+}
+
+// DefaultCertGiveUp is Config.CertGiveUp's default. A controller restarted with its state
+// (--agents-state) keeps its certificate, so a mismatch that lasts is not transient: the token
+// will never join again. Another process briefly on the port could be, hence not at once.
+const DefaultCertGiveUp = 30 * time.Second
+
+// CertGoneError is Run's end when the listener has presented another certificate than the join
+// token's for Config.CertGiveUp: the token will not join it again.
+type CertGoneError struct {
+	URL  string
+	For  time.Duration
+	Last *bus.CertMismatchError
+}
+
+func (e *CertGoneError) Error() string {
+	return fmt.Sprintf("giving up on %s: %v, for %s (%s)", e.URL, e.Last, e.For, hintCertMismatch)
+}
+
+func (e *CertGoneError) Unwrap() error { return e.Last }
+
+// Hints for an agent that cannot join, by the broker's or its own refusal (joinHint).
+const (
+	hintCertMismatch = "the controller was restarted without its state (--agents-state), or this is another server " +
+		"or a volley run --agents that has ended: get a new join token"
+	hintAuthorization = "a wrong join secret, or an agent with this id is already connected: the controller's log names which; " +
+		"give each agent its own --id"
+	hintUnreachable = "is the controller listening there (volley serve --agents-listen), and can this host reach it?"
+)
+
+// joinHint is what err, an agent's failure to connect, most likely means.
+func joinHint(err error) string {
+	var cm *bus.CertMismatchError
+	switch {
+	case errors.As(err, &cm):
+		return hintCertMismatch
+	case errors.Is(err, nats.ErrAuthorization):
+		return hintAuthorization
+	case errors.Is(err, nats.ErrNoServers):
+		return hintUnreachable
+	}
+	return ""
 }
 
 // shutdownDrain is how long a stopping agent waits for its unacknowledged snapshots to reach the
@@ -76,7 +124,8 @@ func (e *RefusedError) Error() string { return "the controller refused this agen
 
 // Run joins and beats until ctx ends (nil) or the controller refuses the agent (*RefusedError).
 // A connection that cannot be made at first (unreachable, wrong token, id in use) is an error at
-// once; once joined, the agent reconnects forever.
+// once, with a hint by its cause; once joined, the agent reconnects forever, unless the listener
+// keeps presenting another certificate than the token's for Config.CertGiveUp (*CertGoneError).
 func Run(ctx context.Context, cfg Config) error {
 	log := cfg.Log
 	if log == nil {
@@ -101,6 +150,7 @@ func Run(ctx context.Context, cfg Config) error {
 		reconnMu      sync.Mutex
 		joined        bool
 		lastReconnErr string
+		mismatchSince time.Time // the first of the reconnection attempts in a row refused for the certificate
 	)
 	reconnErr := func(err error) {
 		reconnMu.Lock()
@@ -108,6 +158,29 @@ func Run(ctx context.Context, cfg Config) error {
 		if msg := err.Error(); joined && msg != lastReconnErr {
 			lastReconnErr = msg
 			log.Warn("cannot reconnect to the controller; trying again every 500 ms", "err", err)
+		}
+	}
+	// A listener whose certificate stays another one than the token's for giveUp ends the agent
+	// (certGone): attempt is one attempt's certificate check (nil: it passed).
+	giveUp := cfg.CertGiveUp
+	if giveUp <= 0 {
+		giveUp = DefaultCertGiveUp
+	}
+	certGone := make(chan error, 1)
+	certChecked := func(err error) {
+		reconnMu.Lock()
+		defer reconnMu.Unlock()
+		var cm *bus.CertMismatchError
+		switch now := time.Now(); {
+		case !joined || !errors.As(err, &cm):
+			mismatchSince = time.Time{}
+		case mismatchSince.IsZero():
+			mismatchSince = now
+		case now.Sub(mismatchSince) >= giveUp:
+			select {
+			case certGone <- &CertGoneError{URL: cfg.URL, For: now.Sub(mismatchSince).Round(time.Second), Last: cm}:
+			default:
+			}
 		}
 	}
 	connect := cfg.Connect
@@ -121,6 +194,7 @@ func Run(ctx context.Context, cfg Config) error {
 					if err != nil {
 						reconnErr(err)
 					}
+					certChecked(err)
 					return err
 				}
 			}
@@ -135,7 +209,10 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			log.Warn("lost the controller; reconnecting", "err", err)
 		}),
-		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { reconnErr(err) }),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			reconnErr(err)
+			certChecked(nil) // not refused for the certificate: the broker unreachable
+		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			reconnMu.Lock()
 			lastReconnErr = ""
@@ -144,7 +221,11 @@ func Run(ctx context.Context, cfg Config) error {
 			askRejoin()
 		}))
 	if err != nil {
-		return fmt.Errorf("cannot join %s as %q: %w (a wrong join token, or an agent with this id is connected already: give each agent its own --id)", cfg.URL, cfg.ID, err)
+		err = fmt.Errorf("cannot join %s as %q: %w", cfg.URL, cfg.ID, err)
+		if hint := joinHint(err); hint != "" {
+			err = fmt.Errorf("%w (%s)", err, hint)
+		}
+		return err
 	}
 	defer nc.Close()
 	reconnMu.Lock()
@@ -167,6 +248,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent %s: cannot follow its hello-again subject: %w", cfg.ID, err)
 	}
 
+	ctx, endRuns := context.WithCancel(ctx) // ends a running run when the agent gives up (certGone)
+	defer endRuns()
 	w, err := newWorker(ctx, nc, cfg.ID, allow, log)
 	if err != nil {
 		return err
@@ -206,6 +289,9 @@ func Run(ctx context.Context, cfg Config) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case err := <-certGone:
+			endRuns()
+			return err
 		case <-w.beat:
 			beat()
 		case <-rejoin:
