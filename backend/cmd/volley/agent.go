@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -22,7 +23,7 @@ func agentCmd() *cobra.Command {
 	var (
 		url, token, id, labels string
 		tokenFile              string
-		weight                 int
+		weightArg              = rawArg{s: "0", typ: "int"} // parsed in RunE: parseWeight
 		allowTargets           []string
 		ext                    bus.External // an external NATS (natsflags.go)
 	)
@@ -54,15 +55,16 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 			if id == "" {
 				id = defaultAgentID()
 			}
-			if !bus.ValidAgentID(id) {
-				return usageError{fmt.Errorf("--id %q: an agent id is 1-63 of a-z, 0-9 and '-', not starting with '-'", id)}
+			if err := checkAgentID(id); err != nil {
+				return err
 			}
 			lb, err := parseLabels(labels)
 			if err != nil {
 				return usageError{fmt.Errorf("--labels: %w", err)}
 			}
-			if weight < 0 || weight > 1000 {
-				return usageError{fmt.Errorf("--weight %d: 0 (its cores) or 1-1000", weight)}
+			weight, err := parseWeight(weightArg.s)
+			if err != nil {
+				return err
 			}
 			if _, err := agent.ParseTargets(allowTargets); err != nil {
 				return usageError{fmt.Errorf("--allow-target: %w", err)}
@@ -82,8 +84,8 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 	c.Flags().StringVar(&token, "token", "", "join token (vly1.…; default $VOLLEY_JOIN_TOKEN, which keeps it out of the process list)")
 	c.Flags().StringVar(&tokenFile, "token-file", "", "read the join token from this file's first line (e.g. a mounted secret, or volley serve --join-token-file)")
 	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name made an id: lowercase, '.' and '_' as '-', other characters dropped, ≤ 63); a-z, 0-9, '-'")
-	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v")
-	c.Flags().IntVar(&weight, "weight", 0, "share in a weighted split (0: this machine's cores)")
+	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v (at most 20; a key 1-63 bytes, a value at most 253)")
+	c.Flags().Var(&weightArg, "weight", "share in a weighted split, 0-1000 (0: this machine's cores)")
 	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
 	agentNATSFlags(c, &ext) // --nats-creds, --nkey (natsflags.go)
 	return c
@@ -142,21 +144,60 @@ func agentIDFromHost(h string) string {
 	return id
 }
 
-// parseLabels parses "k=v,k=v" ("" is none).
+// parseLabels parses "k=v,k=v" ("" is none): spaces around keys and values are trimmed, a key
+// given twice is an error naming it, and the labels must keep cluster.CheckLabels' bounds (an
+// agent's hello and a run's selection by labels follow the same ones). Errors clip what they quote.
 func parseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
 	if strings.TrimSpace(s) == "" {
 		return out, nil
 	}
 	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not key=value", kv)
+		k, v, ok := strings.Cut(kv, "=")
+		if k, v = strings.TrimSpace(k), strings.TrimSpace(v); !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", bus.ClipID(strings.TrimSpace(kv)))
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("key %q is given twice", bus.ClipID(k))
 		}
 		out[k] = v
 	}
+	if err := cluster.CheckLabels(out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
+
+// checkAgentID refuses an --id that is not an agent id (a usage error quoting at most 64 bytes of
+// it), and one that looks like a join token without quoting it at all: a secret on stderr ends up
+// in logs.
+func checkAgentID(id string) error {
+	switch {
+	case strings.HasPrefix(strings.TrimSpace(id), bus.TokenPrefix):
+		return usageError{errors.New("--id looks like a join token; give it with --token (or --token-file, or VOLLEY_JOIN_TOKEN)")}
+	case !bus.ValidAgentID(id):
+		return usageError{fmt.Errorf("--id %q: an agent id is 1-63 of a-z, 0-9 and '-', not starting with '-'", bus.ClipID(id))}
+	}
+	return nil
+}
+
+// parseWeight parses --weight: a whole number from 0 to cluster.MaxWeight (a usage error saying
+// so, whatever the value: 1e308, NaN, 2.5).
+func parseWeight(s string) (int, error) {
+	w, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || w < 0 || w > cluster.MaxWeight {
+		return 0, usageError{fmt.Errorf("--weight must be a whole number from 0 to %d (0: this machine's cores)", cluster.MaxWeight)}
+	}
+	return w, nil
+}
+
+// rawArg is a flag kept as given (a pflag.Value; Type is what --help shows), to be parsed by the
+// command with its own message rather than pflag's ("strconv.ParseInt: parsing …").
+type rawArg struct{ s, typ string }
+
+func (a *rawArg) String() string     { return a.s }
+func (a *rawArg) Set(s string) error { a.s = s; return nil }
+func (a *rawArg) Type() string       { return a.typ }
 
 // agentsCtl is volley serve's agents side (--agents-listen): the embedded broker with its TLS
 // listener, the controller's connection and the agent registry (api.Agents).
