@@ -150,8 +150,9 @@ type Merger struct {
 	c       *plan.Compiled
 	agents  []string
 	weights []int
-	total   int  // the weights' sum
-	single  bool // the plan has one request name: its figures are the run's
+	total   int             // the weights' sum
+	single  bool            // the plan has one request name: its figures are the run's
+	known   map[string]bool // the request names an agent's second may name (CheckPart)
 	// seq is the parts' split (nil: weights that do not split; no cap on the VUs CheckPart
 	// believes); peakVUs the most VUs the whole run may hold at once: the plan's peak
 	// (plan.Load.PeakVUs), raised by live changes (RaiseVUs; atomic: live control's goroutine).
@@ -207,6 +208,8 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 		distinct[r.Name] = true
 	}
 	m.single = len(distinct) <= 1
+	distinct[metrics.OtherName] = true // past metrics.MaxNames names
+	m.known = distinct
 	m.seq, _ = segment.New(weights...)
 	m.peakVUs.Store(int64(c.Plan.Load.PeakVUs()))
 	return m
@@ -539,8 +542,10 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 	return sum, nil
 }
 
-// CheckPart says why agent i's (part order) second cannot be merged (nil: it can): a negative
-// count, more successes or errors than requests, or a histogram (the second's or a request
+// CheckPart says why agent i's (part order) second cannot be merged (nil: it can): a figure out
+// of metrics.CheckPeerSecond's bounds (a count above a billion, a float that would make a rate
+// infinite, a status code that is not one…), a latency sum above metrics.PeerSecondSumUs, a
+// request name the plan does not have, a negative count, more successes or errors than requests, or a histogram (the second's or a request
 // name's) that does not decode or holds more latencies than histSlack allows for the requests it
 // is of. Interrupted requests are not among the requests, so they are not compared. The VUs
 // histSlack allows for are the part's active VUs, but at most agent i's share of the run's peak
@@ -548,6 +553,22 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 // agent's absurd active_vus buys it no slack.
 func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	s := &p.Sample
+	if err := metrics.CheckPeerSecond("sample", s); err != nil {
+		return err
+	}
+	if p.LatencySumUs > metrics.PeerSecondSumUs {
+		return fmt.Errorf("latency_sum_us: %d is out of range (0 to %g)", p.LatencySumUs, float64(metrics.PeerSecondSumUs))
+	}
+	for name := range s.ByName {
+		if !m.known[name] {
+			return fmt.Errorf("sample.by_name: %.80q is not a request name of the plan", name)
+		}
+	}
+	for name := range p.NameHists {
+		if !m.known[name] {
+			return fmt.Errorf("name_hists: %.80q is not a request name of the plan", name)
+		}
+	}
 	switch {
 	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
 		s.StartedIterations < 0 || s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
@@ -565,6 +586,34 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	for name, h := range p.NameHists {
 		if err := m.checkHist(h, histSlack(s.ByName[name].Requests, vus)); err != nil {
 			return fmt.Errorf("request name %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// CheckFinal says why an agent's final state cannot be merged (nil: it can): a figure out of
+// metrics.PeerTotal's bounds (its monitor readings: metrics.PeerMonitor), status codes, error
+// kinds or failure groups out of metrics.CheckPeerCodes', or a request name the plan does not
+// have. A final without a state is the caller's to judge.
+func (m *Merger) CheckFinal(p *FinalPart) error {
+	if p == nil || p.State == nil {
+		return nil
+	}
+	f := *p.State
+	monitors := f.Monitors
+	f.Monitors = nil
+	if err := metrics.PeerTotal.CheckBounds("state", &f); err != nil {
+		return err
+	}
+	if err := metrics.PeerMonitor.CheckBounds("state.monitors", monitors); err != nil {
+		return err
+	}
+	if err := metrics.CheckPeerCodes("state", f.StatusCodes, f.ErrorKinds, nil, f.Failures); err != nil {
+		return err
+	}
+	for _, n := range f.Names {
+		if !m.known[n.Name] {
+			return fmt.Errorf("state.names: %.80q is not a request name of the plan", n.Name)
 		}
 	}
 	return nil
@@ -651,7 +700,7 @@ func FinalOfSeconds(parts []*SecondPart, like *engine.Final) *engine.Final {
 		if err != nil || (n > 0 && p.LatencySumUs == 0) {
 			sumOK = false
 		}
-		sum += p.LatencySumUs
+		sum = min(sum+p.LatencySumUs, metrics.PeerLatencySumUs) // (a day of checked seconds fits a uint64)
 		for name, ns := range s.ByName {
 			i, ok := index[name]
 			if !ok {

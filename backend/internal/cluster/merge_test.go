@@ -127,6 +127,7 @@ func TestMergeIsExact(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	checkPeerBounds(t, c, agents, seconds, finals)
 	h := metrics.NewHist()
 	var rawSum uint64
 	for _, v := range raw {
@@ -413,6 +414,40 @@ func TestSecondRateAfterAStalledAgent(t *testing.T) {
 		want := []float64{100, 100, 200}[sec] // b's 100/s, plus a's 300 over 3 s in the third
 		if s.RPS != want || s.ByName["r"].RPS != want {
 			t.Errorf("second %d: %d requests over %.0f s: rps %v (name %v), want %v", sec+1, s.Requests, s.IntervalS, s.RPS, s.ByName["r"].RPS, want)
+		}
+	}
+}
+
+// checkPeerBounds: every real agent second and final (two request names, 503s: failure groups)
+// is within the peer bounds; a final with figures beyond them — or naming what no engine writes —
+// is refused, naming the field.
+func checkPeerBounds(t *testing.T, c *plan.Compiled, agents []string, seconds [][]*SecondPart, finals []*FinalPart) {
+	t.Helper()
+	m := NewMerger(c, agents, []int{1, 1, 1})
+	for j := range agents {
+		for _, p := range seconds[j] {
+			if err := m.CheckPart(j, p); err != nil {
+				t.Errorf("agent %s second %d: %v", agents[j], p.Sample.ElapsedS, err)
+			}
+		}
+		if err := m.CheckFinal(finals[j]); err != nil {
+			t.Errorf("agent %s final: %v", agents[j], err)
+		}
+	}
+	for field, lie := range map[string]func(f *engine.Final){
+		"state.requests":        func(f *engine.Final) { f.Requests, f.Successes = 7e18, 7e18 },
+		"state.duration_s":      func(f *engine.Final) { f.DurationS = 1e-300 },
+		"state.bytes_in":        func(f *engine.Final) { f.BytesIn = 1 << 62 },
+		"state.latency.SumUs":   func(f *engine.Final) { f.Latency.SumUs = 1 << 63 },
+		"state.latency.Counts[": func(f *engine.Final) { f.Latency.Counts[3] = 1 << 62 },
+		"state.status_codes":    func(f *engine.Final) { f.StatusCodes["<script>"] = 1 },
+		"state.error_kinds":     func(f *engine.Final) { f.ErrorKinds["made_up"] = 1 },
+		"state.names":           func(f *engine.Final) { f.Names[0].Name = "not-in-plan" },
+	} {
+		f := viaJSON(t, finals[0])
+		lie(f.State)
+		if err := m.CheckFinal(f); err == nil || !strings.HasPrefix(err.Error(), field) {
+			t.Errorf("%s: %v, want refused naming it", field, err)
 		}
 	}
 }

@@ -979,6 +979,7 @@ func (r *run) final(i int, s Snapshot) {
 		r.log.Warn("agent fenced itself (cut off from the broker)", "agent", id)
 	}
 	var why string
+	impossible := r.merger.CheckFinal(s.Final)
 	switch {
 	case s.Error != "":
 		r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", id, s.Error))
@@ -988,6 +989,8 @@ func (r *run) final(i int, s Snapshot) {
 		why = "its final message has no engine state"
 	case max(s.Second, 1) <= r.lastSec[i]:
 		why = fmt.Sprintf("its final message (second %d) is not after its last second (%d)", s.Second, r.lastSec[i])
+	case impossible != nil:
+		why = "its final message has impossible figures: " + impossible.Error()
 	default:
 		r.finals[i], r.finalSec[i] = s.Final, max(s.Second, 1)
 		r.markOut(i)

@@ -332,7 +332,7 @@ func (h *hooks) ownCounts(agent string) map[int]int {
 
 func testPlan(t *testing.T) *plan.Compiled {
 	t.Helper()
-	c, err := plan.ParseCompiled([]byte(`{"name":"r","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":2,"duration":"5s","graceful_stop":"1s"}}`))
+	c, err := plan.ParseCompiled([]byte(`{"name":"r","requests":[{"name":"r","url":"http://127.0.0.1:9/"}],"load":{"vus":2,"duration":"5s","graceful_stop":"1s"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 package cluster
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/volley-load/volley/backend/internal/metrics"
+)
 
 // A part's histogram may hold a few more latencies than its requests (histSlack), the VUs among
 // them; the VUs believed are at most the agent's share of the run's peak (10 VUs over two equal
@@ -17,14 +22,14 @@ func TestAbsurdActiveVUsBuyNoSlack(t *testing.T) {
 			lat[i] = int64(100 + i)
 		}
 		p := part(t, 1, lat)
-		p.Sample.Requests, p.Sample.Successes, p.Sample.ActiveVUs = 100, 100, 1<<40
+		p.Sample.Requests, p.Sample.Successes, p.Sample.ActiveVUs = 100, 100, metrics.PeerSecondCount
 		return p
 	}
 	if err := m.CheckPart(1, lying(194)); err != nil {
 		t.Errorf("194 latencies of 100 requests (the honest bound of 5 VUs): %v", err)
 	}
 	if err := m.CheckPart(1, lying(195)); err == nil {
-		t.Error("195 latencies of 100 requests with active_vus 2⁴⁰: accepted, want refused (5 VUs' bound 194)")
+		t.Error("195 latencies of 100 requests with active_vus 10⁹: accepted, want refused (5 VUs' bound 194)")
 	}
 	m.RaiseVUs(20)
 	m.RaiseVUs(12) // a later, lower change lowers nothing: the run may still hold the 20's agents' seconds
@@ -33,5 +38,47 @@ func TestAbsurdActiveVUsBuyNoSlack(t *testing.T) {
 	}
 	if err := m.CheckPart(1, lying(200)); err == nil {
 		t.Error("200 latencies after a change to 20 VUs: accepted, want refused (10 VUs' bound 199)")
+	}
+}
+
+// A hostile agent's second whose figures agree with each other but are beyond any generator, or
+// would overflow or turn infinite once added up (7·10¹⁸ requests, an interval of 10⁻³⁰⁰ s, an
+// rps or CPU of 10³⁰⁸), or that names what no engine writes (a status code of "<script>", an
+// unknown error kind, a request name not in the plan) is refused, naming the field; an honest
+// second at the bounds is taken.
+func TestHugeConsistentFiguresAreRefused(t *testing.T) {
+	c := compile(t, `{"name":"s","requests":[{"name":"r","url":"http://127.0.0.1:1/"}],
+		"load":{"executor":"constant-vus","vus":10,"duration":"10s"}}`)
+	m := NewMerger(c, []string{"a", "b"}, []int{1, 1})
+	honest := func() *SecondPart {
+		p := part(t, 1, []int64{100, 200})
+		p.Sample.IntervalS, p.Sample.RPS, p.Sample.T = 1.000213, 2, 1_800_000_000_000
+		p.Sample.StatusCodes = map[string]int64{"200": 2}
+		p.Sample.Client = metrics.ClientSample{CPUPercent: 180.5, RSSBytes: 200 << 30, Goroutines: 40}
+		p.Sample.BytesIn = 40e9 // 320 Gbit/s
+		return p
+	}
+	if err := m.CheckPart(0, honest()); err != nil {
+		t.Fatalf("an honest second: %v", err)
+	}
+	for field, lie := range map[string]func(p *SecondPart){
+		"sample.requests": func(p *SecondPart) {
+			p.Sample.Requests, p.Sample.Successes, p.Sample.StatusCodes["200"] = 7e18, 7e18, 7e18
+		},
+		"sample.interval_s":         func(p *SecondPart) { p.Sample.IntervalS = 1e-300 },
+		"sample.rps":                func(p *SecondPart) { p.Sample.RPS = 1e308 },
+		"sample.client.cpu_percent": func(p *SecondPart) { p.Sample.Client.CPUPercent = 1e308 },
+		"sample.bytes_out":          func(p *SecondPart) { p.Sample.BytesOut = 1 << 62 },
+		"sample.status_codes":       func(p *SecondPart) { p.Sample.StatusCodes["<script>"] = 1 },
+		"sample.error_kinds":        func(p *SecondPart) { p.Sample.ErrorKinds = map[string]int64{"made_up": 1} },
+		"sample.by_name":            func(p *SecondPart) { p.Sample.ByName = map[string]metrics.NameSample{"not-in-plan": {}} },
+		"latency_sum_us":            func(p *SecondPart) { p.LatencySumUs = 1 << 63 },
+		"sample.t":                  func(p *SecondPart) { p.Sample.T = 1 << 62 },
+	} {
+		p := honest()
+		lie(p)
+		if err := m.CheckPart(0, p); err == nil || !strings.HasPrefix(err.Error(), field) {
+			t.Errorf("%s: %v, want refused naming it", field, err)
+		}
 	}
 }

@@ -303,6 +303,12 @@ func checkCounts(prefix string, requests, successes, errs int64, codes, kinds ma
 	if successes+errs != requests {
 		return fileErr(prefix+"requests", "%d, but successes + errors = %d + %d", requests, successes, errs)
 	}
+	return checkCodeKeys(prefix, codes, kinds)
+}
+
+// checkCodeKeys checks status codes keyed 100–599 or "0", at most MaxStatusCodes status codes and
+// MaxSecondCodes error kinds.
+func checkCodeKeys(prefix string, codes, kinds map[string]int64) error {
 	if len(codes) > MaxStatusCodes {
 		return fileErr(prefix+"status_codes", "%d codes, at most %d", len(codes), MaxStatusCodes)
 	}
@@ -331,85 +337,12 @@ func checkThreshold(expr string) error {
 	return err
 }
 
-// checkBounded walks v (decoded JSON) and refuses a number out of 0 to MaxFileNumber, a string
-// longer than MaxFileString, a list or map longer than MaxFileItems, or more list items and map
-// entries in all than *budget (which it decrements). Fields not encoded (json:"-") are skipped.
+// fileBounds are a RunFile's bounds (Check).
+var fileBounds = Bounds{Number: MaxFileNumber, Items: MaxFileItems, String: MaxFileString}
+
+// checkBounded is fileBounds' walk of v, counting list items and map entries against *budget.
 func checkBounded(path string, v reflect.Value, budget *int) error {
-	bad := func(format string, a ...any) error {
-		return fileErr(strings.TrimPrefix(path, "."), format, a...)
-	}
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		if x := v.Float(); math.IsNaN(x) || x < 0 || x > MaxFileNumber {
-			return bad("%g is out of range (0 to %g)", x, MaxFileNumber)
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if x := v.Int(); x < 0 || float64(x) > MaxFileNumber {
-			return bad("%d is out of range (0 to %g)", x, MaxFileNumber)
-		}
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if x := v.Uint(); float64(x) > MaxFileNumber {
-			return bad("%d is out of range (0 to %g)", x, MaxFileNumber)
-		}
-	case reflect.String:
-		if v.Len() > MaxFileString {
-			return bad("a string of %d bytes, at most %d", v.Len(), MaxFileString)
-		}
-	case reflect.Pointer:
-		if !v.IsNil() {
-			return checkBounded(path, v.Elem(), budget)
-		}
-	case reflect.Slice, reflect.Map:
-		if v.Len() > MaxFileItems {
-			return bad("%d items, at most %d", v.Len(), MaxFileItems)
-		}
-		if *budget -= v.Len(); *budget < 0 {
-			return bad("the file holds more than %d map entries and list items in all", MaxFileEntries)
-		}
-		if v.Kind() == reflect.Slice {
-			for i := range v.Len() {
-				if err := checkBounded(fmt.Sprintf("%s[%d]", path, i), v.Index(i), budget); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		it := v.MapRange()
-		for it.Next() {
-			k := fmt.Sprint(it.Key().Interface())
-			if len(k) > MaxFileString {
-				return bad("a key of %d bytes, at most %d", len(k), MaxFileString)
-			}
-			if err := checkBounded(path+"."+k, it.Value(), budget); err != nil {
-				return err
-			}
-		}
-	case reflect.Struct:
-		switch x := v.Interface().(type) {
-		case time.Time:
-			return nil
-		case Latency:
-			if x.P50 > x.Max {
-				return fileErr(strings.TrimPrefix(path, ".")+".p50", "%g is above max (%g)", x.P50, x.Max)
-			}
-		}
-		t := v.Type()
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-			if !sf.IsExported() || name == "-" {
-				continue
-			}
-			p := path
-			if !sf.Anonymous {
-				p += "." + name
-			}
-			if err := checkBounded(p, v.Field(i), budget); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return fileBounds.walkAt(path, v, budget)
 }
 
 // maxRawHist is the longest uncompressed V2 payload of Volley's geometry: the 40-byte header and
