@@ -211,7 +211,11 @@ func (w *worker) respond(m *nats.Msg, v any, what string) {
 
 func (w *worker) onPrepare(m *nats.Msg) {
 	defer w.recoverIn("prepare", func(err error) { w.respond(m, cluster.Ready{Error: err.Error()}, "prepare") })
-	w.respond(m, w.prepare(m.Data), "prepare")
+	r := w.prepare(m.Data)
+	if !r.OK {
+		w.log.Warn("run refused", "reason", r.Error)
+	}
+	w.respond(m, r, "prepare")
 }
 
 // prepare validates a Prepare and makes its run ready (Ready.OK), or says why not.

@@ -368,6 +368,7 @@ func (c *Coordinator) Run(ctx context.Context, spec RunSpec, hooks RunHooks) (su
 		if ctx.Err() != nil { // stopped while preparing: nothing was sent
 			return r.notStarted()
 		}
+		r.log.Warn("the run could not start over its agents", "err", err)
 		return nil, err
 	}
 	delay := max(MinStartDelay, 3*rtt)
@@ -657,7 +658,8 @@ func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, s
 				return
 			}
 			if !rd.OK {
-				errs[i] = &RefusedError{Agent: id, Reason: cmp.Or(rd.Error, "no reason given"), Fields: rd.Fields}
+				// (an agent names itself first: said once, by Error)
+				errs[i] = &RefusedError{Agent: id, Reason: cmp.Or(strings.TrimPrefix(rd.Error, "agent "+id+": "), "no reason given"), Fields: rd.Fields}
 				return
 			}
 			c.log.Info("agent ready", "run", spec.Run, "agent", id, "vus", rd.VUs, "clock_offset_ms", rd.ClockOffsetMs, "rtt_ms", rd.RTTMs)
@@ -783,10 +785,14 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 		got++
 		agent := strings.TrimPrefix(m.Subject, prefix)
 		var s Snapshot
-		if err := json.Unmarshal(m.Data, &s); err != nil || s.Run != r.spec.Run || s.Agent != agent {
+		err := json.Unmarshal(m.Data, &s)
+		if err == nil && (s.Run != r.spec.Run || s.Agent != agent) {
+			err = fmt.Errorf("it names run %d and agent %.64q, its subject run %d and agent %.64q", s.Run, s.Agent, r.spec.Run, agent)
+		}
+		if err != nil {
 			if !bad[agent] && len(bad) < 1000 {
 				bad[agent] = true
-				r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err, "snapshot_run", s.Run, "snapshot_agent", s.Agent)
+				r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err)
 			}
 		} else if !send(incoming{agent: agent, snap: s}) {
 			return false

@@ -521,12 +521,16 @@ func TestSnapshotsDedupedLateAndHostile(t *testing.T) {
 func TestPrepareRefusalNamesTheAgent(t *testing.T) {
 	e := newEnv(t)
 	const why = `the plan sends to "example.com", which is not in this agent's --allow-target list (127.0.0.1)`
-	a, _ := e.agent("a", 1, Ready{OK: true}), e.agent("b", 1, Ready{Error: why})
+	// (an agent names itself first in its refusals; the error says its name once)
+	a, _ := e.agent("a", 1, Ready{OK: true}), e.agent("b", 1, Ready{Error: "agent b: " + why})
 	h := newHooks()
 	r := wait(t, e.run(context.Background(), RunSpec{Run: 3, Plan: testPlan(t), Agents: pickAll(t, e, 2)}, h))
 	var ref *RefusedError
-	if !errors.As(r.err, &ref) || ref.Agent != "b" || !strings.Contains(r.err.Error(), `agent "b" refused the run: `+why) {
+	if !errors.As(r.err, &ref) || ref.Agent != "b" || r.err.Error() != `agent "b" refused the run: `+why {
 		t.Fatalf("err %v", r.err)
+	}
+	if n := e.logs.count("the run could not start over its agents"); n != 1 {
+		t.Fatalf("the refusal logged %d times", n)
 	}
 	if c := a.control(); c.Kind != ControlStop || c.Run != 3 || !strings.Contains(c.Reason, why) {
 		t.Fatalf("a got %+v, want a stop", c)
