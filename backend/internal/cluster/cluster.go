@@ -170,12 +170,19 @@ func checkBounds(h bus.Hello) error {
 	return nil
 }
 
+// MaxHelloBytes bounds a hello message, refused undecoded past it: one at every bound (20 labels
+// of a 63-byte key and a 253-byte value, a 253-byte host, a 64-byte version), every byte
+// JSON-escaped as \u00XX, is under 40 KB.
+const MaxHelloBytes = 64 << 10
+
 // onHello answers an agent's hello and registers it (listed after its first presence beat). The
 // reply must go to the named agent's own inbox.
 func (r *Registry) onHello(m *nats.Msg) {
 	reply := bus.HelloReply{Version: r.version, Protocol: bus.Protocol}
 	var h bus.Hello
-	if err := json.Unmarshal(m.Data, &h); err != nil {
+	if len(m.Data) > MaxHelloBytes { // not decoded: a hello within its bounds is a few KB
+		reply.Error = fmt.Sprintf("a hello of %d bytes; at most %d", len(m.Data), MaxHelloBytes)
+	} else if err := json.Unmarshal(m.Data, &h); err != nil {
 		reply.Error = "the hello is not valid JSON: " + err.Error()
 	} else if !bus.ValidAgentID(h.ID) || !strings.HasPrefix(m.Reply, bus.InboxPrefix(h.ID)+".") {
 		reply.Error = fmt.Sprintf("%q is not this connection's agent id", h.ID)
