@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,6 +61,9 @@ func (a *agentRun) on() bool { return a.n != 0 || a.labels != "" }
 
 // check validates the flags (a usage error: exit 2), before any load or listener.
 func (a *agentRun) check(c *cobra.Command) error {
+	if c.Flags().Changed("agents") && a.n == 0 { // an explicit 0 is no count, not "run locally"
+		return usageError{errors.New("--agents 0: 1-1000 agents (leave --agents out to run in this process)")}
+	}
 	if !a.on() {
 		for _, f := range []string{"agents-listen", "agents-wait", "allow-agent-loss", "nats", "nats-creds", "nats-nkey", "nats-ca"} {
 			if c.Flags().Changed(f) {
@@ -85,11 +91,48 @@ func (a *agentRun) check(c *cobra.Command) error {
 		return err
 	}
 	if a.nats.URL == "" {
-		if _, _, err := net.SplitHostPort(a.listen); err != nil {
-			return usageError{fmt.Errorf("--agents-listen %q: %w", a.listen, err)}
+		if err := checkListen("--agents-listen", a.listen); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkListen validates a listen address flag, HOST:PORT, before anything starts: a usage error
+// (exit 2) naming the flag when it does not split, its port is not a number 0-65535 or its host
+// is neither an IP address nor a host name.
+func checkListen(flag, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError{fmt.Errorf("%s %q: %w (HOST:PORT, e.g. 0.0.0.0:4222)", flag, addr, err)}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 || strconv.Itoa(p) != port {
+		return usageError{fmt.Errorf("%s %q: port %q is not a number from 0 to 65535", flag, addr, port)}
+	}
+	if _, err := netip.ParseAddr(host); host != "" && err != nil && !hostName(host) {
+		return usageError{fmt.Errorf("%s %q: host %q is neither an IP address nor a host name", flag, addr, host)}
+	}
+	return nil
+}
+
+// hostName reports whether s is a syntactically valid DNS host name: dot-separated labels of
+// 1-63 letters, digits, '-' or '_', 253 bytes at most.
+func hostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for l := range strings.SplitSeq(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // start brings up the broker side: the embedded broker with its listener (printing the join
@@ -197,7 +240,7 @@ func (a *agentRun) of() string {
 
 // came says how many agents came against what was asked, and which.
 func (a *agentRun) came(ids []string, all []cluster.Agent) string {
-	want := fmt.Sprintf("%d agents", a.n)
+	want := plural(a.n, "agent", "agents")
 	if a.n == 0 {
 		want = "an agent"
 	}
@@ -209,9 +252,21 @@ func (a *agentRun) came(ids []string, all []cluster.Agent) string {
 		msg += " (" + strings.Join(ids, ", ") + ")"
 	}
 	if others := len(all) - len(ids); others > 0 {
-		msg += fmt.Sprintf("; %d other agents are busy or do not match", others)
+		if others == 1 {
+			msg += "; 1 other agent is busy or does not match"
+		} else {
+			msg += fmt.Sprintf("; %d other agents are busy or do not match", others)
+		}
 	}
 	return msg
+}
+
+// plural is n with the noun in the number n asks for: "1 agent", "2 agents".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func labelText(l map[string]string) string {
@@ -247,7 +302,7 @@ func (a *agentRun) run(ctx context.Context, stderr io.Writer, c *plan.Compiled, 
 	for i, g := range picked {
 		ids[i] = g.ID
 	}
-	fmt.Fprintf(stderr, "running over %d agents: %s\n", len(picked), strings.Join(ids, ", "))
+	fmt.Fprintf(stderr, "running over %s: %s\n", plural(len(picked), "agent", "agents"), strings.Join(ids, ", "))
 	*started = time.Now()
 	return co.Run(ctx, cluster.RunSpec{Run: time.Now().UnixMilli(), Plan: c, Agents: picked}, cluster.RunHooks{OnSecond: onSecond})
 }
@@ -264,7 +319,11 @@ func printAgents(w io.Writer, s *metrics.Summary) {
 	}
 	fmt.Fprintln(w, line)
 	if s.Degraded {
-		fmt.Fprintf(w, "degraded\tlost %s: their share of every later second is missing\n", strings.Join(s.LostAgents, ", "))
+		whose := "its"
+		if len(s.LostAgents) > 1 {
+			whose = "their"
+		}
+		fmt.Fprintf(w, "degraded\tlost %s: %s share of every later second is missing\n", strings.Join(s.LostAgents, ", "), whose)
 	}
 }
 

@@ -51,13 +51,13 @@ func TestWaitAgents(t *testing.T) {
 			took: 5 * time.Second, printed: []string{"agent gen-1 is ready (1 of 2)", "agent gen-3 is ready (2 of 2)"}},
 		{name: "too few within the wait", a: agentRun{n: 3, wait: 10 * time.Second},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", nil), 3 * time.Second: busy, 5 * time.Second: idle("gen-3", nil), 11 * time.Second: idle("gen-4", nil)},
-			took: 10 * time.Second, err: "did not come within --agents-wait 10s: 2 came, 3 agents asked for (gen-1, gen-3); 1 other agents are busy or do not match"},
+			took: 10 * time.Second, err: "did not come within --agents-wait 10s: 2 came, 3 agents asked for (gen-1, gen-3); 1 other agent is busy or does not match"},
 		{name: "labels alone: the first match", a: agentRun{picked: map[string]string{"zone": "eu"}, wait: time.Minute},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", map[string]string{"zone": "us"}), 4 * time.Second: idle("gen-5", map[string]string{"zone": "eu", "rack": "3"})},
 			took: 4 * time.Second, printed: []string{"agent gen-5 is ready (1)"}},
 		{name: "labels: none match", a: agentRun{n: 2, picked: map[string]string{"zone": "eu"}, wait: 3 * time.Second},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", map[string]string{"zone": "us"})},
-			took: 3 * time.Second, err: "0 came, 2 agents with labels zone=eu asked for; 1 other agents are busy or do not match"},
+			took: 3 * time.Second, err: "0 came, 2 agents with labels zone=eu asked for; 1 other agent is busy or does not match"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,10 +85,15 @@ func TestWaitAgents(t *testing.T) {
 		time.AfterFunc(2*time.Second, cancel)
 		a := agentRun{n: 1, wait: time.Minute, poll: 100 * time.Millisecond}
 		err := a.waitAgents(ctx, &bytes.Buffer{}, func() []cluster.Agent { return nil })
-		if err == nil || !strings.Contains(err.Error(), "stopped while waiting for agents: 0 came, 1 agents asked for") {
+		if err == nil || !strings.Contains(err.Error(), "stopped while waiting for agents: 0 came, 1 agent asked for") {
 			t.Errorf("Ctrl-C: %v", err)
 		}
 	})
+	// Two others busy: plural again.
+	a := agentRun{n: 1}
+	if got := a.came(nil, []cluster.Agent{busy, {ID: "gen-9", State: "running"}}); got != "0 came, 1 agent asked for; 2 other agents are busy or do not match" {
+		t.Errorf("came: %q", got)
+	}
 }
 
 // A degraded run exits 5 unless --allow-agent-loss; the summary names the agents and lost ones.
@@ -110,8 +115,13 @@ func TestDegradedExit(t *testing.T) {
 	}
 	out.Reset()
 	printAgents(&out, sum)
-	if got := out.String(); got != "agents\t3\tstart skew 3.2 ms\ndegraded\tlost gen-2: their share of every later second is missing\n" {
+	if got := out.String(); got != "agents\t3\tstart skew 3.2 ms\ndegraded\tlost gen-2: its share of every later second is missing\n" {
 		t.Errorf("summary lines %q", got)
+	}
+	out.Reset()
+	printAgents(&out, &metrics.Summary{Agents: 3, Degraded: true, LostAgents: []string{"gen-2", "gen-3"}})
+	if got := out.String(); !strings.Contains(got, "lost gen-2, gen-3: their share of every later second is missing") {
+		t.Errorf("two lost: %q", got)
 	}
 	out.Reset()
 	printAgents(&out, &metrics.Summary{})
@@ -155,6 +165,17 @@ func TestAgentRunFlags(t *testing.T) {
 		{[]string{"--allow-agent-loss"}, "--allow-agent-loss is for a run over agents"},
 		{[]string{"--nats", "nats://n:4222"}, "--nats is for a run over agents"},
 		{[]string{"--agents", "1001"}, "1-1000 agents"},
+		{[]string{"--agents", "-1"}, "1-1000 agents"},
+		{[]string{"--agents", "0"}, "--agents 0: 1-1000 agents"}, // explicit 0: not a local run
+		{[]string{"--agents", "0", "--agent-labels", "zone=eu"}, "--agents 0: 1-1000 agents"},
+		{[]string{"--agents", "2", "--agents-listen", "127.0.0.1:99999"}, `port "99999" is not a number from 0 to 65535`},
+		{[]string{"--agents", "2", "--agents-listen", "127.0.0.1:-1"}, `port "-1"`},
+		{[]string{"--agents", "2", "--agents-listen", "127.0.0.1:nats"}, `port "nats"`},
+		{[]string{"--agents", "2", "--agents-listen", "bad host:4222"}, `host "bad host"`},
+		{[]string{"--agents", "2", "--agents-listen", "127.0.0.1:0"}, ""},
+		{[]string{"--agents", "2", "--agents-listen", ":4222"}, ""},
+		{[]string{"--agents", "2", "--agents-listen", "[::1]:4222"}, ""},
+		{[]string{"--agents", "2", "--agents-listen", "gen-1.example.com:4222"}, ""},
 		{[]string{"--agents", "2", "--agents-wait", "-1s"}, "a positive duration"},
 		{[]string{"--agent-labels", "zone"}, `"zone" is not key=value`},
 		{[]string{"--agents", "2", "--agents-listen", "4222"}, "--agents-listen"},

@@ -126,6 +126,11 @@ func serve(parent context.Context, addr, dbPath, demoAddr string, admin adminIni
 	if err := checkControllerNATS(lim.nats, lim.agentsListen); err != nil {
 		return err
 	}
+	if lim.agentsListen != "" {
+		if err := checkListen("--agents-listen", lim.agentsListen); err != nil {
+			return err // before the bind: nothing starts
+		}
+	}
 	if lim.maxConnsPerClient < 0 {
 		return fmt.Errorf("--max-conns-per-client must be 0 (no cap) or more, not %d", lim.maxConnsPerClient)
 	}
@@ -240,7 +245,8 @@ Add an admin first, then start again (everyone then logs in):
 		}
 		steer = co
 		apiOpts = append(apiOpts, opts...)
-		log.Info("agents listener (TLS); join a machine with: volley agent --nats "+ag.URL()+" --token TOKEN",
+		// The token in the environment, not on the command line: the process list shows arguments.
+		log.Info("agents listener (TLS); join a machine with: VOLLEY_JOIN_TOKEN=TOKEN volley agent --nats "+ag.URL(),
 			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
 	}
 	if lim.nats.URL != "" {

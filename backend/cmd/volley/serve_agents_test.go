@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -138,4 +141,34 @@ func leaveRuns(t *testing.T, db string) (local, over int64) {
 		t.Fatal(err)
 	}
 	return ids[0], ids[1]
+}
+
+// An --agents-listen that cannot be listened on (port out of range, no port, a host that is no
+// name) is a usage error before anything starts (no database); a good one logs the join command
+// with the token in VOLLEY_JOIN_TOKEN, never as --token on the command line (the process list).
+func TestServeAgentsListen(t *testing.T) {
+	for _, bad := range []string{"127.0.0.1:99999", "127.0.0.1", "bad host:4222"} {
+		opts := defaultServeOpts()
+		opts.agentsListen = bad
+		opts.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		db := filepath.Join(t.TempDir(), "volley.db")
+		err := serve(context.Background(), "127.0.0.1:0", db, "", adminInit{}, opts)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--agents-listen") {
+			t.Errorf("--agents-listen %q: %v, want a usage error naming the flag", bad, err)
+		}
+		if _, statErr := os.Stat(db); statErr == nil {
+			t.Errorf("--agents-listen %q: the database was created before the flags were checked", bad)
+		}
+	}
+	var logs lockedBuffer
+	opts := defaultServeOpts()
+	opts.agentsListen = "127.0.0.1:0"
+	opts.log = slog.New(slog.NewTextHandler(&logs, nil))
+	startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
+	got := logs.String()
+	if !strings.Contains(got, "join a machine with: VOLLEY_JOIN_TOKEN=TOKEN volley agent --nats nats://127.0.0.1:") ||
+		!strings.Contains(got, "token=vly1.") || strings.Contains(got, "--token") {
+		t.Errorf("start log: %s", got)
+	}
 }

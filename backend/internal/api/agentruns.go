@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -61,11 +64,23 @@ func readStartBody(c *gin.Context) (startBody, error) {
 		return b, nil
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(raw))
-	if err := decodeBody(c, &b, `"agents" (a number of agents) or "agent_labels" (an object of labels), or no body`); err != nil {
-		return b, err
-	}
 	invalid := func(fields map[string]string, msg string) error {
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: msg, Fields: fields}
+	}
+	if err := decodeBody(c, &b, `"agents" (a number of agents) or "agent_labels" (an object of labels), or no body`); err != nil {
+		// A whole number no int holds (1e308, 99999999999999999999999) is out of range, as the
+		// plan's fields say it (plan/shape.go), not "not a whole number".
+		var ae *Error
+		if errors.As(err, &ae) && ae.Fields["agents"] == mustBe(reflect.TypeFor[int]()) {
+			if lit, f, ok := wholeLiteral(raw, "agents"); ok && f > MaxRunAgents {
+				m := fmt.Sprintf("is too large: %s (at most %d)", lit[:min(len(lit), 40)], MaxRunAgents)
+				return b, invalid(map[string]string{"agents": m}, "agents: "+m)
+			} else if ok && f < 1 {
+				m := fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
+				return b, invalid(map[string]string{"agents": m}, "agents "+m)
+			}
+		}
+		return b, err
 	}
 	switch {
 	case b.Agents != nil && b.AgentLabels != nil:
@@ -87,6 +102,30 @@ func readStartBody(c *gin.Context) (startBody, error) {
 		}
 	}
 	return b, nil
+}
+
+// wholeLiteral finds field's value in the JSON object raw and, when it is a number literal of a
+// whole value (2e3, 1e308; past float64's range too: +-Inf), returns the literal and the value.
+func wholeLiteral(raw []byte, field string) (string, float64, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return "", 0, false
+	}
+	v, ok := obj[field]
+	for k, kv := range obj { // encoding/json matches a field's key case-insensitively too
+		if !ok && strings.EqualFold(k, field) {
+			v, ok = kv, true
+		}
+	}
+	if !ok || len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return "", 0, false
+	}
+	lit := string(v)
+	f, err := strconv.ParseFloat(lit, 64)
+	if err == nil && f == math.Trunc(f) || errors.Is(err, strconv.ErrRange) {
+		return lit, f, true
+	}
+	return "", 0, false
 }
 
 // startOnAgents starts plan planID over the agents b asks for: 409 agents_listener_off without a

@@ -124,6 +124,11 @@ func TestRunOverAgents(t *testing.T) {
 		{"no agents", "POST", runs, `{"agents":0}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
 		{"too many agents", "POST", runs, `{"agents":1001}`, 400, []string{`"agents":`}},
 		{"not a number", "POST", runs, `{"agents":"2"}`, 400, []string{`"agents":"must be a whole number"`}},
+		{"1e308 agents", "POST", runs, `{"agents":1e308}`, 400, []string{`"invalid_value"`, `"agents":"is too large: 1e308 (at most 1000)"`, `"message":"agents: is too large: 1e308 (at most 1000)"`}},
+		{"past int64", "POST", runs, `{"agents":99999999999999999999999}`, 400, []string{`"invalid_value"`, `"agents":"is too large: 99999999999999999999999 (at most 1000)"`}},
+		{"past float64", "POST", runs, `{"Agents":1e400}`, 400, []string{`"agents":"is too large: 1e400 (at most 1000)"`}},
+		{"hugely negative", "POST", runs, `{"agents":-1e308}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
+		{"a fraction", "POST", runs, `{"agents":2.5}`, 400, []string{`"bad_request"`, `"agents":"must be a whole number"`}},
 		{"an array", "POST", runs, `[]`, 400, []string{"must be a JSON object with", "not a JSON array"}},
 		{"both", "POST", runs, `{"agents":1,"agent_labels":{"zone":"eu"}}`, 400, []string{`"agents":"give agents or agent_labels, not both"`, `"agent_labels":`}},
 		{"no labels", "POST", runs, `{"agent_labels":{}}`, 400, []string{`"agent_labels":"must hold 1 to 20 labels"`}},
@@ -209,8 +214,8 @@ func TestRunOverAgents(t *testing.T) {
 	}
 }
 
-// Without an agents listener a run over agents is a 409 agents_listener_off; an empty object is
-// the local run as before.
+// Without an agents listener a run over agents is a 409 agents_listener_off; an empty object, a
+// null body and null fields are the local run as before.
 func TestRunOverAgentsWithoutListener(t *testing.T) {
 	s := newStack(t, stackConfig{})
 	planID := mustPlanID(t, s.st, "local")
@@ -219,15 +224,18 @@ func TestRunOverAgentsWithoutListener(t *testing.T) {
 		{"agents", "POST", runs, `{"agents":1}`, 409, []string{`"agents_listener_off"`, "--agents-listen"}},
 		{"labels", "POST", runs, `{"agent_labels":{"zone":"eu"}}`, 409, []string{`"agents_listener_off"`}},
 	})
-	status, got := s.do("POST", runs, `{}`)
-	if status != 201 || got["agents"] != 0.0 || got["degraded"] != false {
-		t.Fatalf("local start: %d %v", status, got)
+	// null is absent (docs/api.md): a null body or null fields start the local run too.
+	for _, body := range []string{`{}`, `null`, `{"agents":null}`, `{"agent_labels":null}`} {
+		status, got := s.do("POST", runs, body)
+		if status != 201 || got["agents"] != 0.0 || got["degraded"] != false {
+			t.Fatalf("local start with %s: %d %v", body, status, got)
+		}
+		id := int64(got["id"].(float64))
+		if err := s.rn.Stop(id); err != nil {
+			t.Fatal(err)
+		}
+		<-s.rn.Done(id)
 	}
-	id := int64(got["id"].(float64))
-	if err := s.rn.Stop(id); err != nil {
-		t.Fatal(err)
-	}
-	<-s.rn.Done(id)
 }
 
 // count runs a counting query on the stack's SQLite file.

@@ -43,7 +43,8 @@ describe('AgentsPage', () => {
     await waitFor(() => expect(getByTestId('agent-gen-1')).toBeTruthy());
     const row = getByTestId('agent-gen-1').textContent ?? '';
     for (const want of ['host-gen-1', '1.4.0', 'rack=3, zone=eu', 'cores', 'idle', '37.5 %', '50 MiB']) expect(row).toContain(want);
-    await waitFor(() => expect(getByTestId('agents-join').textContent).toContain('volley agent --nats nats://10.0.0.5:4222 --token vly1.sekret.abcd'));
+    await waitFor(() => expect(getByTestId('agents-join').textContent).toContain('VOLLEY_JOIN_TOKEN=vly1.sekret.abcd volley agent --nats nats://10.0.0.5:4222'));
+    expect(getByTestId('agents-join').textContent).not.toContain('--token vly1'); // not in the process list
 
     const before = s.lists;
     s.agents = [agent('gen-1'), agent('gen-2', { current_run: 12, state: 'running', weight: 2 })];

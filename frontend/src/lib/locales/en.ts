@@ -19,7 +19,7 @@ export const en = {
   'agents.loading': 'Loading agents…',
   'agents.loadError': 'Could not load the agents: {error}',
   'agents.off': 'This server takes no agents: start volley serve with {flag} to let other machines join.',
-  'agents.joinHint': 'Join another machine (the token is a secret: whoever has it can join):',
+  'agents.joinHint': 'Join another machine with this command (the token is a secret: whoever has it can join; it goes in the VOLLEY_JOIN_TOKEN environment variable, not --token, so the process list does not show it):',
   'agents.empty': 'No agent has joined yet.',
   'agents.col.id': 'Agent',
   'agents.col.host': 'Host',

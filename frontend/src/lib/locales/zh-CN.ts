@@ -19,7 +19,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'agents.loading': '正在加载代理…',
   'agents.loadError': '无法加载代理：{error}',
   'agents.off': '本服务器不接受代理：以 {flag} 启动 volley serve，其他机器即可加入。',
-  'agents.joinHint': '让另一台机器加入（令牌是机密：持有者即可加入）：',
+  'agents.joinHint': '用以下命令让另一台机器加入（令牌是机密：持有者即可加入；它经环境变量 VOLLEY_JOIN_TOKEN 传入而非 --token，因此进程列表中看不到）：',
   'agents.empty': '还没有代理加入。',
   'agents.col.id': '代理',
   'agents.col.host': '主机',
