@@ -115,8 +115,10 @@ func checkShape(v any, t reflect.Type, path string, verr *ValidationError) bool 
 			return false
 		}
 		if _, err := n.Int64(); err != nil {
-			if f, ferr := n.Float64(); ferr == nil && f == math.Trunc(f) || errors.Is(ferr, strconv.ErrRange) {
-				verr.add(name, "is too large: "+string(n)[:min(len(n), 40)]) // whole, but no int64 holds it (1e308, 2^63)
+			// too large: whole, but past what an int64 holds (1e308, 2^63); a whole number written
+			// with a fraction or an exponent (2.0, 1e3) is not one
+			if f, ferr := n.Float64(); ferr == nil && f == math.Trunc(f) && math.Abs(f) >= 1<<63 || errors.Is(ferr, strconv.ErrRange) {
+				verr.add(name, "is too large: "+string(n)[:min(len(n), 40)])
 			} else {
 				verr.add(name, "must be a whole number")
 			}
