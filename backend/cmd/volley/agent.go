@@ -36,7 +36,7 @@ the Agents page. The agent reconnects forever if the controller goes away. It ru
 plans the controller sends it; --allow-target limits the hosts those plans may aim at (HOST or
 HOST:PORT entries, HOST an IP, CIDR, name or *.suffix; a URL without a port matches only entries
 without one): a plan aimed elsewhere is refused, naming the host.`,
-		Example: "  volley agent --nats nats://10.0.0.5:4222 --token vly1.… --labels zone=eu,rack=3",
+		Example: "  VOLLEY_JOIN_TOKEN=vly1.… volley agent --nats nats://10.0.0.5:4222 --labels zone=eu,rack=3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token, err := joinToken(token, tokenFile)
