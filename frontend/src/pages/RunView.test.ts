@@ -281,3 +281,31 @@ describe('RunView', () => {
     expect([...q('[data-testid=failure-row]')!.querySelectorAll('td')].map((td) => td.textContent)).toContain('6');
   });
 });
+
+describe('RunView run again', () => {
+  it('runs a run over agents again over as many agents, saying so; a local run again here', async () => {
+    for (const [agents, label, body] of [
+      [2, '▶ Run again on 2 agents', '{"agents":2}'],
+      [0, '▶ Run again', ''],
+    ] as const) {
+      const done = { ...running, status: 'finished', ended_at: new Date().toISOString(), agents, summary };
+      const posted: string[] = [];
+      (fetch as unknown as ReturnType<typeof vi.fn>).mockImplementation(async (url: string, init: RequestInit = {}) => {
+        if (url === '/api/plans/1/runs' && init.method === 'POST') {
+          posted.push(String(init.body ?? ''));
+          return new Response(JSON.stringify({ ...running, id: 8 }), { status: 201 });
+        }
+        if (url === '/api/runs/7') return new Response(JSON.stringify(done), { status: 200 });
+        return new Response(JSON.stringify({ items: [] }), { status: 200 });
+      });
+      const { container, unmount } = render(RunView, { id: '7' });
+      const again = () => container.querySelector('[data-testid=run-again]') as HTMLButtonElement | null;
+      await waitFor(() => expect(again()?.disabled).toBe(false));
+      expect(again()!.textContent).toBe(label);
+      await fireEvent.click(again()!);
+      await waitFor(() => expect(posted).toHaveLength(1));
+      expect(posted[0].replace('undefined', '')).toBe(body);
+      unmount();
+    }
+  });
+});

@@ -505,6 +505,7 @@ export const en = {
   'control.eventRate': 'rate {from} → {to}',
   'control.eventTitle': '{what} by {by} at {at} s',
   'run.runAgain': '▶ Run again',
+  'run.runAgainAgents': '▶ Run again on {agents}',
   'run.comparePrevious': 'Compare with previous',
   'run.comparePreviousHint': 'Compare this run with the previous run of the same plan (as the baseline)',
   'run.noPrevious': 'This is the first run of its plan with a summary: there is no previous run to compare with.',

@@ -503,6 +503,7 @@ export const zhCN: Record<keyof typeof en, string> = {
   'control.eventRate': '速率 {from} → {to}',
   'control.eventTitle': '{what}，由 {by} 于第 {at} 秒修改',
   'run.runAgain': '▶ 再次运行',
+  'run.runAgainAgents': '▶ 在 {agents} 上再次运行',
   'run.comparePrevious': '与上一次对比',
   'run.comparePreviousHint': '以同一计划的上一次运行为基线，与本次运行对比',
   'run.noPrevious': '这是该计划第一次有汇总结果的运行，没有可供对比的上一次运行。',
