@@ -38,10 +38,8 @@ func WithCluster(c Cluster) Option { return func(s *Server) { s.cluster = c } }
 
 // Bounds of a run's generators (startBody).
 const (
-	MaxRunAgents     = 1000 // agents one run may ask for
-	MaxAgentLabels   = 20   // labels in agent_labels
-	maxLabelKeyLen   = 63
-	maxLabelValueLen = 253
+	MaxRunAgents   = 1000              // agents one run may ask for
+	MaxAgentLabels = cluster.MaxLabels // labels in agent_labels: an agent's own bounds (cluster.CheckLabels)
 )
 
 // startBody is POST /api/plans/:id/runs's optional body: which generators run the plan. Neither
@@ -90,15 +88,13 @@ func readStartBody(c *gin.Context) (startBody, error) {
 		m := fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
 		return b, invalid(map[string]string{"agents": m}, "agents "+m)
 	case b.AgentLabels != nil:
-		if len(b.AgentLabels) == 0 || len(b.AgentLabels) > MaxAgentLabels {
+		if len(b.AgentLabels) == 0 {
 			m := fmt.Sprintf("must hold 1 to %d labels", MaxAgentLabels)
 			return b, invalid(map[string]string{"agent_labels": m}, "agent_labels "+m)
 		}
-		for k, v := range b.AgentLabels {
-			if k == "" || len(k) > maxLabelKeyLen || len(v) > maxLabelValueLen {
-				m := fmt.Sprintf("%q: a key is 1-%d bytes, a value at most %d", echo(k), maxLabelKeyLen, maxLabelValueLen)
-				return b, invalid(map[string]string{"agent_labels": m}, "agent_labels "+m)
-			}
+		// the bounds an agent's own labels keep (a selection past them could match none)
+		if err := cluster.CheckLabels(b.AgentLabels); err != nil {
+			return b, invalid(map[string]string{"agent_labels": err.Error()}, "agent_labels: "+err.Error())
 		}
 	}
 	return b, nil

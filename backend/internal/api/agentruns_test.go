@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -132,7 +133,9 @@ func TestRunOverAgents(t *testing.T) {
 		{"an array", "POST", runs, `[]`, 400, []string{"must be a JSON object with", "not a JSON array"}},
 		{"both", "POST", runs, `{"agents":1,"agent_labels":{"zone":"eu"}}`, 400, []string{`"agents":"give agents or agent_labels, not both"`, `"agent_labels":`}},
 		{"no labels", "POST", runs, `{"agent_labels":{}}`, 400, []string{`"agent_labels":"must hold 1 to 20 labels"`}},
-		{"empty key", "POST", runs, `{"agent_labels":{"":"x"}}`, 400, []string{`"agent_labels":`}},
+		{"empty key", "POST", runs, `{"agent_labels":{"":"x"}}`, 400, []string{`"agent_labels":"a label with an empty key: a key is 1–63 bytes"`}},
+		{"21 labels", "POST", runs, `{"agent_labels":{"k":"v"` + labelsJSON(20) + `}}`, 400, []string{`"agent_labels":"21 labels: at most 20"`}},
+		{"long value", "POST", runs, `{"agent_labels":{"zone":"` + strings.Repeat("v", 254) + `"}}`, 400, []string{`its value is 254 bytes, at most 253`}},
 		{"unknown field", "POST", runs, `{"agentz":1}`, 400, []string{`"agentz":"unknown field"`}},
 		{"too few agents", "POST", runs, `{"agents":3}`, 409, []string{`"agents_unavailable"`, "not enough idle agents"}},
 		{"no agent with the labels", "POST", runs, `{"agent_labels":{"zone":"us"}}`, 409, []string{`"agents_unavailable"`}},
@@ -370,4 +373,13 @@ func TestControlOfARunOverAgents(t *testing.T) {
 	}
 	<-fc.stopped
 	<-s.rn.Done(id)
+}
+
+// labelsJSON is n more labels ",\"l0\":\"v\",…" for a JSON object.
+func labelsJSON(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `,"l%d":"v"`, i)
+	}
+	return b.String()
 }
