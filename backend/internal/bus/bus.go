@@ -71,6 +71,7 @@ type Bus struct {
 	agentsAddr string
 
 	refusals *Refusals
+	log      *slog.Logger // Config.Log (nil: none)
 
 	mu     sync.Mutex
 	agents map[string]uint64 // agent id → its connection's client id, while connected
@@ -89,7 +90,7 @@ func ValidAgentID(id string) bool { return agentID.MatchString(id) }
 
 // Start starts the embedded broker and waits until it accepts connections (≤ 10 s).
 func Start(cfg Config) (*Bus, error) {
-	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}, refusals: NewRefusals(cfg.Log)}
+	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}, refusals: NewRefusals(cfg.Log), log: cfg.Log}
 	var err error
 	if b.secret == "" {
 		if b.secret, err = randomSecret(); err != nil {
@@ -149,6 +150,7 @@ func Start(cfg Config) (*Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
+	srv.SetLoggerV2(brokerLog{b}, true, false, false) // debug: brokerLog.Debugf
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()

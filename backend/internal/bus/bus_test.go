@@ -1,9 +1,12 @@
 package bus
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +276,36 @@ func TestRefusalsAreRateLimited(t *testing.T) {
 	NewRefusals(nil).Refused("nothing")
 	if long := clipID(strings.Repeat("é", 40)); len(long) > 64+len("…") || !utf8.ValidString(long) {
 		t.Errorf("clipID gave %q", long)
+	}
+}
+
+// A plain (non-TLS) client on the agents listener fails the TLS handshake: logged as a refused
+// agent connection naming its address and why, with the others' rate limit.
+func TestPlainConnectionIsLogged(t *testing.T) {
+	var logged testutil.SyncBuffer
+	b := startBus(t, Config{AgentsListen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(&logged, nil))})
+	c, err := net.Dial("tcp", b.AgentsAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n') // the broker's INFO, plain, saying tls_required
+	if err != nil || !strings.Contains(line, `"tls_required":true`) {
+		t.Fatalf("INFO %q %v", line, err)
+	}
+	if _, err := c.Write([]byte("CONNECT {}\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, c) // until the broker closes it
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logged.String(), "agent connection refused"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("not logged: %q", logged.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l := logged.String()
+	if !strings.Contains(l, "remote="+c.LocalAddr().String()) || !strings.Contains(l, "TLS handshake") || !strings.Contains(l, "TLS only") {
+		t.Errorf("logged %q", l)
 	}
 }

@@ -1,0 +1,48 @@
+package bus
+
+import (
+	"fmt"
+	"strings"
+)
+
+// brokerLog is the embedded broker's logger (server.Logger). The broker's own lines stay out of
+// Volley's log (its notices of every start and client), but for a connection to the agents
+// listener that fails its TLS handshake — a plain (non-TLS) NATS client, a port scanner, an
+// agent given a URL of another scheme — which is logged as a refused agent connection (rate-
+// limited with the others, Refusals), and a fatal error, which is logged as such.
+type brokerLog struct{ b *Bus }
+
+func (l brokerLog) Noticef(string, ...any) {}
+func (l brokerLog) Warnf(string, ...any)   {}
+func (l brokerLog) Tracef(string, ...any)  {}
+
+// Debugf: the broker logs a non-TLS client's failed handshake (a probe, in its view) at debug
+// level, other failed handshakes as errors. Debug logging is on for this alone; every other line
+// is dropped before it is formatted.
+func (l brokerLog) Debugf(format string, v ...any) { l.Errorf(format, v...) }
+
+func (l brokerLog) Errorf(format string, v ...any) {
+	if !strings.Contains(format, "TLS handshake error") {
+		return
+	}
+	// "127.0.0.1:51234 - cid:7 - TLS handshake error: tls: first record does not look like a TLS handshake"
+	msg := fmt.Sprintf(format, v...)
+	remote, reason := "", msg
+	if i := strings.Index(msg, " - "); i > 0 {
+		remote = msg[:i]
+		if j := strings.Index(msg[i+3:], " - "); j >= 0 {
+			reason = msg[i+3+j+3:]
+		}
+	}
+	if len(reason) > 200 {
+		reason = strings.ToValidUTF8(reason[:200], "") + "…"
+	}
+	l.b.refusals.Refused("agent connection refused", "remote", clipID(remote),
+		"reason", reason+" (the agents listener takes TLS only: volley agent with the join token)")
+}
+
+func (l brokerLog) Fatalf(format string, v ...any) {
+	if l.b.log != nil {
+		l.b.log.Error("embedded broker: " + fmt.Sprintf(format, v...))
+	}
+}
