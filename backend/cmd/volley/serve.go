@@ -264,6 +264,18 @@ Add an admin first, then start again (everyone then logs in):
 		log.Info("agents over the external NATS; each joins with its own credentials: volley agent --nats URL --nkey SEED_FILE --id ID", "url", ag.URL())
 	}
 
+	if steer != nil {
+		// An agent still running a run that ended before this process (cut off when the last one
+		// died) is told to stop from the id it was prepared with.
+		steer.SetEndedLookup(func(run int64) (string, bool) {
+			c, ok, err := st.EndedRunController(context.Background(), run)
+			if err != nil {
+				log.Warn("looking up an ended run", "run", run, "err", err)
+			}
+			return c, ok
+		})
+	}
+
 	h := hub.New(guard.CheckOrigin)
 	pol := targetPolicy.policy()
 	// The runner with its sinks (the store, then the live hub) and the run service over it.

@@ -27,6 +27,50 @@ type endedRuns struct {
 	mu    sync.Mutex
 	order []int64 // oldest first
 	runs  map[int64]*endedRun
+
+	// lookup (SetEndedLookup) knows the runs that ended before this process; asked holds the
+	// runs it said were not ended, and when (asked again after lookupEvery; at most endedMax).
+	lookup func(run int64) (controller string, ok bool)
+	asked  map[int64]time.Time
+}
+
+// lookupEvery is how often a run that the lookup said was not ended is looked up again while an
+// agent beats that it runs it.
+const lookupEvery = 10 * time.Second
+
+// SetEndedLookup gives the coordinator the runs that ended before this process started (a
+// restarted controller): lookup says whether run ended and the controller id its agents were
+// prepared with (the server: store.EndedRunController). An agent still running such a run —
+// cut off when its controller died, back after the restarted one gave it up — is then told to
+// stop as one of a run that ended here is (onPresence). Called from the broker's goroutine, at
+// most once per lookupEvery per run an agent says it runs and this process does not know.
+func (c *Coordinator) SetEndedLookup(lookup func(run int64) (controller string, ok bool)) {
+	c.endedRuns.mu.Lock()
+	c.endedRuns.lookup = lookup
+	c.endedRuns.mu.Unlock()
+}
+
+// lookUp asks the lookup whether run (which an agent beats that it runs, unknown here) ended
+// before this process, at most once per lookupEvery, and records it if so.
+func (c *Coordinator) lookUp(run int64) bool {
+	now, e := c.now(), &c.endedRuns
+	e.mu.Lock()
+	lookup := e.lookup
+	if t, ok := e.asked[run]; lookup == nil || ok && now.Sub(t) < lookupEvery && !now.Before(t) {
+		e.mu.Unlock()
+		return false
+	}
+	if e.asked == nil || len(e.asked) >= endedMax {
+		e.asked = map[int64]time.Time{}
+	}
+	e.asked[run] = now
+	e.mu.Unlock()
+	controller, ok := lookup(run)
+	if !ok || controller == "" {
+		return false
+	}
+	c.endedAt(run, controller, time.Time{}) // long ended: no grace
+	return true
 }
 
 type endedRun struct {
@@ -35,8 +79,11 @@ type endedRun struct {
 	told       time.Time // when a stop was last sent for it by onPresence (zero: never)
 }
 
-// ended records that run (prepared by controller) has ended here.
-func (c *Coordinator) ended(run int64, controller string) {
+// ended records that run (prepared by controller) has ended here, now.
+func (c *Coordinator) ended(run int64, controller string) { c.endedAt(run, controller, c.now()) }
+
+// endedAt records that run (prepared by controller) ended at at.
+func (c *Coordinator) endedAt(run int64, controller string, at time.Time) {
 	if controller == "" {
 		return
 	}
@@ -47,7 +94,7 @@ func (c *Coordinator) ended(run int64, controller string) {
 		e.runs = map[int64]*endedRun{}
 	}
 	if er, ok := e.runs[run]; ok {
-		er.controller, er.at = controller, c.now()
+		er.controller, er.at = controller, at
 		return
 	}
 	if len(e.order) >= endedMax {
@@ -55,7 +102,7 @@ func (c *Coordinator) ended(run int64, controller string) {
 		e.order = e.order[1:]
 	}
 	e.order = append(e.order, run)
-	e.runs[run] = &endedRun{controller: controller, at: c.now()}
+	e.runs[run] = &endedRun{controller: controller, at: at}
 }
 
 // onPresence tells an agent whose beat says it still runs a run that ended here (endedGrace ago
@@ -78,7 +125,14 @@ func (c *Coordinator) onPresence(m *nats.Msg) {
 	now, e := c.now(), &c.endedRuns
 	e.mu.Lock()
 	er := e.runs[p.Run]
-	if er == nil || now.Sub(er.at) < endedGrace ||
+	if er == nil {
+		e.mu.Unlock()
+		if c.lookUp(p.Run) {
+			c.onPresence(m) // now known (once: it is in runs)
+		}
+		return
+	}
+	if now.Sub(er.at) < endedGrace ||
 		(!er.told.IsZero() && now.Sub(er.told) < StopRepeat && !now.Before(er.told)) {
 		e.mu.Unlock()
 		return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -501,4 +502,45 @@ func TestLateAgentOfAnEndedRunIsStopped(t *testing.T) {
 	e.clk.Add(StopRepeat)
 	beat(running)
 	a.noControl()
+}
+
+// A restarted controller knows the runs that ended before it from its lookup (the server's
+// store): an agent beating that it runs one is told to stop from the id it was prepared with;
+// a run the lookup says is not ended is asked about again only after lookupEvery.
+func TestAgentOfARunEndedBeforeARestartIsStopped(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	asked := map[int64]int{}
+	e.co.SetEndedLookup(func(run int64) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[run]++
+		return "old-ctl", run == 60
+	})
+	a := e.agent("a", 1, Ready{OK: true})
+	beat := func(run int64) {
+		b, _ := json.Marshal(bus.Presence{State: "running", Run: run, Cores: 1})
+		e.co.onPresence(&nats.Msg{Subject: bus.PresenceSubject("a"), Data: b})
+		if err := e.co.conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat(61)
+	beat(61)
+	a.noControl()
+	beat(60)
+	if c := a.control(); c != (Control{Kind: ControlStop, Run: 60, Controller: "old-ctl", Reason: endedReason}) {
+		t.Fatalf("control %+v", c)
+	}
+	e.clk.Add(lookupEvery)
+	beat(61)
+	beat(60) // lookupEvery after the last stop: told again
+	if c := a.control(); c.Run != 60 {
+		t.Fatalf("control %+v", c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked[61] != 2 || asked[60] != 1 {
+		t.Errorf("looked up %v, want run 61 twice (once per lookupEvery) and 60 once (then known)", asked)
+	}
 }

@@ -133,3 +133,24 @@ func markInterrupted(tx *gorm.DB, id int64, now time.Time) error {
 	}
 	return res.Error
 }
+
+// EndedRunController is the controller id the agents of run runID were prepared with (its
+// cluster column's "controller", SetRunCluster) when the run has ended — any status but
+// running; ok is false for a run still running, a run not over agents, and no such run. A
+// restarted controller asks it of an agent still running a run it does not drive
+// (cluster.Coordinator.SetEndedLookup).
+func (s *Store) EndedRunController(ctx context.Context, runID int64) (controller string, ok bool, err error) {
+	var rows []struct {
+		Status     string  `gorm:"column:status"`
+		Controller *string `gorm:"column:controller"`
+	}
+	err = s.db.WithContext(ctx).Raw(`SELECT status, json_extract(cluster, '$.controller') AS controller
+		FROM runs WHERE id = ? AND cluster IS NOT NULL`, runID).Scan(&rows).Error
+	if err != nil {
+		return "", false, fmt.Errorf("store: run %d: ended run's controller: %w", runID, err)
+	}
+	if len(rows) == 0 || rows[0].Status == StatusRunning || rows[0].Controller == nil || *rows[0].Controller == "" {
+		return "", false, nil
+	}
+	return *rows[0].Controller, true, nil
+}

@@ -43,6 +43,16 @@ func TestResumableRunsAndInterrupting(t *testing.T) {
 		t.Error("SetRunCluster stored JSON that is not valid")
 	}
 
+	// The ended run's controller is known; a running one's, a local run's and a missing run's not.
+	if c, ok, err := s.EndedRunController(ctx, ended.ID); err != nil || !ok || c != fmt.Sprint("ctl-", ended.ID) {
+		t.Errorf("EndedRunController(ended) = %q %v %v", c, ok, err)
+	}
+	for _, id := range []int64{over.ID, local.ID, 9999} {
+		if c, ok, err := s.EndedRunController(ctx, id); err != nil || ok || c != "" {
+			t.Errorf("EndedRunController(%d) = %q %v %v, want none", id, c, ok, err)
+		}
+	}
+
 	rs, err := s.ResumableRuns(ctx)
 	if err != nil {
 		t.Fatal(err)
