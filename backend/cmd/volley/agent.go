@@ -244,11 +244,14 @@ func (a *agentsCtl) JoinToken() string {
 	return a.b.JoinToken()
 }
 
+// URL is the agents' --nats URL: the external NATS's, or the listener's with an unspecified bind
+// host (0.0.0.0, ::) replaced by this machine's name (joinURL), as serve's log, GET
+// /api/agents/token and the Agents page show it.
 func (a *agentsCtl) URL() string {
 	if a.b == nil {
 		return a.url
 	}
-	return "nats://" + a.b.AgentsAddr()
+	return joinURL(a.b.AgentsAddr())
 }
 
 func (a *agentsCtl) Close() {

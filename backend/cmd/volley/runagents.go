@@ -152,7 +152,7 @@ func (a *agentRun) start(w io.Writer) (*agentsCtl, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "agents join with:\n    VOLLEY_JOIN_TOKEN=%s volley agent --nats %s\n", ag.JoinToken(), joinURL(ag.b.AgentsAddr()))
+	fmt.Fprintf(w, "agents join with:\n    VOLLEY_JOIN_TOKEN=%s volley agent --nats %s\n", ag.JoinToken(), ag.URL())
 	return ag, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -170,5 +171,55 @@ func TestServeAgentsListen(t *testing.T) {
 	if !strings.Contains(got, "join a machine with: VOLLEY_JOIN_TOKEN=TOKEN volley agent --nats nats://127.0.0.1:") ||
 		!strings.Contains(got, "token=vly1.") || strings.Contains(got, "--token") {
 		t.Errorf("start log: %s", got)
+	}
+}
+
+// A listener bound to an unspecified address (0.0.0.0, ::) is not dialled there: agents join it by
+// this machine's name. agentsCtl.URL says so (the serve log's join command, GET /api/agents/token's
+// url and the Agents page's command all come from it), never nats://0.0.0.0:P or nats://[::]:P.
+func TestAgentsURLOfAnUnspecifiedBind(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Skip("no host name:", err)
+	}
+	want := func(t *testing.T, addr string) string {
+		t.Helper()
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "0" {
+			t.Fatalf("listener address %q", addr)
+		}
+		return "nats://" + net.JoinHostPort(host, port)
+	}
+	for _, bind := range []string{"0.0.0.0:0", "[::]:0"} {
+		ag, err := startAgents(bind, "", nil)
+		if err != nil && bind == "[::]:0" {
+			t.Logf("no IPv6 here, %s not checked: %v", bind, err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, w := ag.URL(), want(t, ag.b.AgentsAddr()); got != w {
+			t.Errorf("bound at %s (%s): URL %q, want %q", bind, ag.b.AgentsAddr(), got, w)
+		}
+		ag.Close()
+	}
+
+	// volley serve --agents-listen 0.0.0.0:0: the log's join command and the token's url.
+	opts := defaultServeOpts()
+	opts.agentsListen = "0.0.0.0:0"
+	logs := &lockedBuffer{}
+	opts.log = slog.New(slog.NewTextHandler(logs, nil))
+	base := "http://" + startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
+	st, m := jsonCall(t, "GET", base+"/api/agents/token", "")
+	url, _ := m["url"].(string)
+	if st != 200 || !strings.HasPrefix(url, "nats://") {
+		t.Fatalf("GET /api/agents/token: %d %v", st, m)
+	}
+	if w := want(t, strings.TrimPrefix(url, "nats://")); url != w {
+		t.Errorf("GET /api/agents/token url %q, want %q", url, w)
+	}
+	if l := logs.String(); !strings.Contains(l, "volley agent --nats "+url) || strings.Contains(l, "nats://0.0.0.0") || strings.Contains(l, "nats://[::]") {
+		t.Errorf("the serve log's join command is not --nats %s:\n%s", url, l)
 	}
 }
