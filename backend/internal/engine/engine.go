@@ -155,6 +155,27 @@ type hdrTmpl struct {
 	t    tmpl
 }
 
+// RequestNames are the request names of p as an engine counts them (Final.Names, a sample's
+// ByName): each distinct name in plan order, and past metrics.MaxNames−1 of them the rest
+// together as metrics.OtherName (the last); index is each name's place (the folded names are
+// not in it: they count under OtherName).
+func RequestNames(p *plan.Plan) (names []string, index map[string]int) {
+	index = map[string]int{}
+	for _, r := range p.Requests {
+		if _, ok := index[r.Name]; ok {
+			continue
+		}
+		if len(names) < metrics.MaxNames-1 {
+			index[r.Name] = len(names)
+			names = append(names, r.Name)
+		} else if _, ok := index[metrics.OtherName]; !ok { // the last slot is the shared "(other)"
+			index[metrics.OtherName] = len(names)
+			names = append(names, metrics.OtherName)
+		}
+	}
+	return names, index
+}
+
 // New prepares an engine for a compiled plan (plan.Compile), taken as it is: nothing is validated
 // or parsed again. It binds the plan's {{secret.NAME}} references to c.Plan.Secrets: a missing
 // value is a *plan.ValidationError naming the field (CheckSecrets).
@@ -176,23 +197,12 @@ func New(c *plan.Compiled, opts Options) (*Engine, error) {
 		dialSlots: make(chan struct{}, firstDials), failed: failure{ch: make(chan struct{})},
 		rows: c.Rows, extractSlots: c.ExtractSlots}
 	sum := 0
-	var names []string
-	index := map[string]int{}
+	names, index := RequestNames(p)
 	for i, r := range p.Requests {
 		s := e.spec(r, &c.Requests[i])
 		j, ok := index[r.Name]
 		if !ok {
-			if len(names) >= metrics.MaxNames-1 { // the last slot is the shared "(other)"
-				if j, ok = index[metrics.OtherName]; !ok {
-					j = len(names)
-					index[metrics.OtherName] = j
-					names = append(names, metrics.OtherName)
-				}
-			} else {
-				j = len(names)
-				index[r.Name] = j
-				names = append(names, r.Name)
-			}
+			j = index[metrics.OtherName]
 		}
 		s.name = j
 		if err := e.bindScenario(&s, r, &c.Requests[i]); err != nil {

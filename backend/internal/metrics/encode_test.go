@@ -86,3 +86,37 @@ func BenchmarkFillHist(b *testing.B) {
 		FillHist(h, counts)
 	}
 }
+
+// SumFits: a sum whose mean lies within the lowest and highest non-empty slots' values fits;
+// one outside, or one with no latency counted, does not; 0 (no sum kept) always fits. The slots'
+// ranges are the library's equivalent-value ranges.
+func TestSumFits(t *testing.T) {
+	h := NewHist()
+	for _, v := range []int64{1, 1000, 2047, 2048, 5000, 123_456, HighestUs} {
+		i := countsIndex(v)
+		lo, hi := indexValue(i), indexValue(i+1)-1
+		if !h.ValuesAreEquivalent(lo, v) || !h.ValuesAreEquivalent(hi, v) || h.ValuesAreEquivalent(lo-1, v) || h.ValuesAreEquivalent(hi+1, v) {
+			t.Fatalf("value %d: slot %d holds %d–%d, not the library's equivalent range", v, i, lo, hi)
+		}
+	}
+	counts := make([]int64, CountsLen)
+	counts[countsIndex(5000)] = 2    // 5000–5003 µs
+	counts[countsIndex(100_000)] = 1 // 99 968–100 031 µs
+	lo, hi := 2*int64(5000)+99_968, 2*int64(5003)+100_031
+	for _, tc := range []struct {
+		sum  uint64
+		fits bool
+	}{{0, true}, {uint64(lo), true}, {uint64(hi), true}, {3 * 5000, true}, {3*5000 - 1, false}, {3 * 100_031, true}, {3*100_031 + 1, false}, {1 << 62, false}} {
+		if got := SumFits(counts, tc.sum); got != tc.fits {
+			t.Errorf("sum %d: fits %v, want %v", tc.sum, got, tc.fits)
+		}
+	}
+	if SumFits(make([]int64, CountsLen), 1) {
+		t.Fatal("a sum with no latency counted fits")
+	}
+	top := make([]int64, CountsLen)
+	top[CountsLen-1] = 1
+	if !SumFits(top, 1<<62) {
+		t.Fatal("the last slot (every value past HighestUs) bounds the mean")
+	}
+}

@@ -155,3 +155,31 @@ func Percentile(h *hdr.Histogram, p float64) float64 {
 func ms(us int64) float64 { return round3(float64(us) / 1000) }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// SumFits says whether sumUs, a histogram's exact µs sum (0: not kept), fits its counts: the
+// mean it gives lies between the least value of its lowest non-empty slot and the greatest of
+// its highest (any above, when that is the last slot, which holds every value past HighestUs).
+// A sum with no latency counted does not fit. A sum that does not fit would show a mean below
+// the minimum or above the maximum; callers drop it (the buckets' mean) or refuse what holds it.
+func SumFits(counts []int64, sumUs uint64) bool {
+	if sumUs == 0 {
+		return true
+	}
+	first, last := -1, -1
+	var n float64
+	for i, c := range counts {
+		if c > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			n += float64(c)
+		}
+	}
+	if first < 0 {
+		return false
+	}
+	lo, hi := indexValue(first), indexValue(last+1)-1 // (the slot after last begins past its greatest value)
+	sum := float64(sumUs)
+	return sum >= n*float64(lo) && (last == len(counts)-1 || sum <= n*float64(hi))
+}
