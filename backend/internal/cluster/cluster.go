@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -130,8 +133,13 @@ const (
 	MaxLabelValueLen = 253
 )
 
+// labelKey is a label key's form (as a Kubernetes label name's, with / allowed anywhere).
+var labelKey = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`)
+
 // CheckLabels says which of labels breaks their bounds (nil: none): at most MaxLabels labels, each
-// key 1–MaxLabelKeyLen bytes, each value at most MaxLabelValueLen bytes. The error names the
+// key 1–MaxLabelKeyLen bytes of letters, digits and . _ / - (beginning and ending with a letter
+// or digit), each value at most MaxLabelValueLen bytes of UTF-8 without control characters (a
+// label is shown in logs and on the Agents page). The error names the
 // label (clipped, bus.ClipID) and the bound.
 func CheckLabels(labels map[string]string) error {
 	if len(labels) > MaxLabels {
@@ -143,8 +151,12 @@ func CheckLabels(labels map[string]string) error {
 			return fmt.Errorf("a label with an empty key: a key is 1–%d bytes", MaxLabelKeyLen)
 		case len(k) > MaxLabelKeyLen:
 			return fmt.Errorf("label key %q is %d bytes: a key is 1–%d bytes", bus.ClipID(k), len(k), MaxLabelKeyLen)
+		case !labelKey.MatchString(k):
+			return fmt.Errorf("label key %q: a key is letters, digits and . _ / - (beginning and ending with a letter or digit)", bus.ClipID(k))
 		case len(v) > MaxLabelValueLen:
 			return fmt.Errorf("label %q: its value is %d bytes, at most %d", k, len(v), MaxLabelValueLen)
+		case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+			return fmt.Errorf("label %q: its value %q has a control character or is not UTF-8", k, bus.ClipID(v))
 		}
 	}
 	return nil
@@ -210,10 +222,27 @@ func (r *Registry) onHello(m *nats.Msg) {
 		if len(reason) > 300 { // a hello's fields are the agent's to say
 			reason = strings.ToValidUTF8(reason[:300], "") + "…"
 		}
-		r.refusals.Load().Refused("agent refused at hello", "agent", bus.ClipID(h.ID), "reason", reason)
+		// Logged under the connection's agent id (its reply inbox is its own: the broker lets
+		// no agent subscribe to another's), with the id its hello claimed when that differs.
+		args := []any{"agent", bus.ClipID(inboxAgent(m.Reply))}
+		if h.ID != "" && h.ID != inboxAgent(m.Reply) {
+			args = append(args, "claimed_id", bus.ClipID(h.ID))
+		}
+		r.refusals.Load().Refused("agent refused at hello", append(args, "reason", reason)...)
 	}
 	b, _ := json.Marshal(reply)
 	_ = m.Respond(b)
+}
+
+// inboxAgent is the agent id of a reply subject in an agent's inbox (bus.InboxPrefix(id)+"."…),
+// "" for any other.
+func inboxAgent(reply string) string {
+	const pre = "_INBOX_"
+	id, _, ok := strings.Cut(strings.TrimPrefix(reply, pre), ".")
+	if !ok || !strings.HasPrefix(reply, pre) || !bus.ValidAgentID(id) {
+		return ""
+	}
+	return id
 }
 
 // onPresence refreshes an agent that said hello; a beat of an agent the registry does not know
@@ -223,7 +252,15 @@ func (r *Registry) onHello(m *nats.Msg) {
 func (r *Registry) onPresence(m *nats.Msg) {
 	id := presenceID(m.Subject)
 	var p bus.Presence
-	if id == "" || json.Unmarshal(m.Data, &p) != nil || !validPresence(p) {
+	if id == "" {
+		return
+	}
+	if err := json.Unmarshal(m.Data, &p); err != nil || !validPresence(p) {
+		why := fmt.Sprintf("state %.40q with run %d is not one of an agent of this protocol (idle with run 0, running with a run)", p.State, p.Run)
+		if err != nil {
+			why = "not valid JSON: " + clip(err.Error())
+		}
+		r.refusals.Load().Refused("ignoring an agent's presence beat", "agent", bus.ClipID(id), "reason", why)
 		return
 	}
 	r.mu.Lock()

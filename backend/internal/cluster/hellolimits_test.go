@@ -56,6 +56,9 @@ func TestHelloLabelsHostVersionBounded(t *testing.T) {
 		{"empty key", bus.Hello{Labels: map[string]string{"": "v"}}, "an empty key: a key is 1–63 bytes"},
 		{"long key", bus.Hello{Labels: map[string]string{strings.Repeat("k", 64): "v"}}, "is 64 bytes: a key is 1–63 bytes"},
 		{"long value", bus.Hello{Labels: map[string]string{"zone": strings.Repeat("v", 254)}}, `label "zone": its value is 254 bytes, at most 253`},
+		{"key with a space", bus.Hello{Labels: map[string]string{"my zone": "a"}}, `label key "my zone": a key is letters, digits and . _ / -`},
+		{"key ending in -", bus.Hello{Labels: map[string]string{"zone-": "a"}}, `label key "zone-": a key is letters`},
+		{"value with a newline", bus.Hello{Labels: map[string]string{"zone": "a\nlevel=ERROR"}}, `label "zone": its value "a\nlevel=ERROR" has a control character or is not UTF-8`},
 		{"long host", bus.Hello{Host: strings.Repeat("h", 254)}, "host is 254 bytes, at most 253"},
 		{"4 MB host", bus.Hello{Host: big}, "bytes; at most 65536"},
 		{"33 KB host", bus.Hello{Host: big[:33<<10]}, fmt.Sprintf("host is %d bytes, at most 253", 33<<10)},
@@ -68,27 +71,30 @@ func TestHelloLabelsHostVersionBounded(t *testing.T) {
 		if rep.OK || !strings.Contains(rep.Error, tc.want) || !(undecoded || strings.HasPrefix(rep.Error, `agent "x": `)) || len(rep.Error) > 300 {
 			t.Errorf("%s: reply %.400q, want a refusal saying %q", tc.name, rep.Error, tc.want)
 		}
-		id := "x"
-		if undecoded {
-			id = `""`
-		}
-		if l := logs.String(); !strings.Contains(l, `msg="agent refused at hello" agent=`+id+` reason=`) || !strings.Contains(l, strings.Trim(strconv.Quote(tc.want), `"`)) {
+		// logged under the connection's id, even for a hello too large to be read
+		if l := logs.String(); !strings.Contains(l, `msg="agent refused at hello" agent=x reason=`) || !strings.Contains(l, strings.Trim(strconv.Quote(tc.want), `"`)) {
 			t.Errorf("%s: logged %.400q", tc.name, l)
 		}
 	}
 	at := map[string]string{strings.Repeat("k", 63): strings.Repeat("v", 253)}
-	for i := range 19 {
+	for i := range 18 {
 		at[fmt.Sprint("k", i)] = ""
 	}
+	at["team.example.com/pool_2"] = "Zürich – rack 7 (a=b, c)"
 	if rep := hello(bus.Hello{Labels: at, Host: strings.Repeat("h", 253), Version: strings.Repeat("1", 64)}); !rep.OK {
 		t.Fatalf("a hello at every bound refused: %s", rep.Error)
 	}
 	if err := CheckLabels(at); err != nil {
 		t.Fatal(err)
 	}
+	// (JSON carries no invalid UTF-8: a decoder makes it U+FFFD; a caller in Go may)
+	if err := CheckLabels(map[string]string{"zone": "\xff"}); err == nil || !strings.Contains(err.Error(), "is not UTF-8") {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
 }
 
-// A refused hello whose id is not an agent id is logged with that id clipped to 64 bytes.
+// A refused hello is logged under the connection's agent id, with the id it claimed (another
+// agent's, or not an agent id) clipped to 64 bytes.
 func TestRefusedHelloLogsTheClippedID(t *testing.T) {
 	e := newEnv(t)
 	logs := &testutil.SyncBuffer{}
@@ -102,8 +108,13 @@ func TestRefusedHelloLogsTheClippedID(t *testing.T) {
 	if _, err := nc.Request(bus.SubjectHello, b, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	b, _ = json.Marshal(bus.Hello{ID: "z", Protocol: bus.Protocol, Cores: 1, Histogram: Geometry})
+	if _, err := nc.Request(bus.SubjectHello, b, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	l := logs.String()
-	if !strings.Contains(l, "agent="+strings.Repeat("y", 64)+"… reason=") || len(l) > 1000 {
+	if !strings.Contains(l, "agent=x claimed_id="+strings.Repeat("y", 64)+"… reason=") || len(l) > 1000 ||
+		!strings.Contains(l, `agent=x claimed_id=z reason="\"z\" is not this connection's agent id"`) {
 		t.Fatalf("logged %.600q", l)
 	}
 }
@@ -115,6 +126,8 @@ func TestBadPresenceIgnored(t *testing.T) {
 	e := newEnv(t)
 	a := e.agent("a", 1, Ready{OK: true})
 	b := e.agent("b", 1, Ready{OK: true})
+	logs := &testutil.SyncBuffer{}
+	e.reg.LogRefusals(slog.New(slog.NewTextHandler(logs, nil)))
 	seen, _ := e.reg.Seen("a")
 	for _, p := range []bus.Presence{
 		{State: "<img src=x onerror=alert(1)>", Run: math.MaxInt64, Cores: 1},
@@ -141,6 +154,12 @@ func TestBadPresenceIgnored(t *testing.T) {
 		if s, _ := e.reg.Seen("a"); !s.Equal(seen) {
 			t.Fatalf("presence %+v refreshed the agent (seen %v, was %v)", p, s, seen)
 		}
+	}
+	// each logged (rate-limited with the refusals: five at most in ten seconds), never echoing
+	// more than 40 bytes of the state
+	if l := logs.String(); strings.Count(l, `msg="ignoring an agent's presence beat" agent=a reason=`) != 5 ||
+		!strings.Contains(l, `state \"<img src=x onerror=alert(1)>\" with run 9223372036854775807 is not one of an agent of this protocol`) {
+		t.Fatalf("logged %s", l)
 	}
 	e.clk.Add(time.Millisecond)
 	a.beatWith(bus.Presence{State: "running", Run: 7, Cores: 1})

@@ -158,6 +158,7 @@ type Merger struct {
 	// (plan.Load.PeakVUs), raised by live changes (RaiseVUs; atomic: live control's goroutine).
 	seq     *segment.Sequence
 	peakVUs atomic.Int64
+	cores   []int // each agent's cores, by part (SetCores; 0 or none: MaxCores)
 
 	dec     metrics.HistDecoder
 	enc     metrics.HistEncoder
@@ -213,6 +214,19 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 	m.seq, _ = segment.New(weights...)
 	m.peakVUs.Store(int64(c.Plan.Load.PeakVUs()))
 	return m
+}
+
+// SetCores gives each agent's cores (its hello's), by part: CheckPart and CheckFinal clamp an
+// agent's generator CPU to 100 × its cores (MaxCores when 0 or not given).
+func (m *Merger) SetCores(cores []int) { m.cores = cores }
+
+// maxCPU is the most generator CPU (% of one core) agent i can use: 100 × its cores.
+func (m *Merger) maxCPU(i int) float64 {
+	c := MaxCores
+	if i >= 0 && i < len(m.cores) && m.cores[i] > 0 {
+		c = min(m.cores[i], MaxCores)
+	}
+	return 100 * float64(c)
 }
 
 // RaiseVUs makes n VUs, run-wide, a count the run may hold (a live change to n VUs, asked of the
@@ -550,7 +564,10 @@ func (m *Merger) Summary(parts []*FinalPart) (*metrics.Summary, error) {
 // is of. Interrupted requests are not among the requests, so they are not compared. The VUs
 // histSlack allows for are the part's active VUs, but at most agent i's share of the run's peak
 // VUs (its segment's count of the plan's peak, or of a larger live change: RaiseVUs): a hostile
-// agent's absurd active_vus buys it no slack.
+// agent's absurd active_vus buys it no slack. Counts coming faster than a billion a second over
+// the part's interval are refused too (checkRates). It clamps the agent's generator CPU to 100 ×
+// its cores (SetCores) and drops a latency sum that does not fit the histogram
+// (metrics.SumFits: the second's mean is then its buckets').
 func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	s := &p.Sample
 	if err := metrics.CheckPeerSecond("sample", s); err != nil {
@@ -576,12 +593,19 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	case s.Successes > s.Requests || s.Errors > s.Requests:
 		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)
 	}
+	if err := checkRates(s); err != nil {
+		return err
+	}
+	s.Client.CPUPercent = min(s.Client.CPUPercent, m.maxCPU(i))
 	vus := s.ActiveVUs
 	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
 		vus = min(vus, m.seq.Segment(i).Count(m.peakVUs.Load()))
 	}
 	if err := m.checkHist(p.Hist, histSlack(s.Requests, vus)); err != nil {
 		return err
+	}
+	if !metrics.SumFits(m.scratch, p.LatencySumUs) {
+		p.LatencySumUs = 0 // the second's mean from the buckets (Second)
 	}
 	for name, h := range p.NameHists {
 		if err := m.checkHist(h, histSlack(s.ByName[name].Requests, vus)); err != nil {
@@ -591,13 +615,50 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	return nil
 }
 
+// checkRates refuses counts that come faster than metrics.PeerSecondCount a second over the
+// second's interval: the merged rates (a count over its interval) stay finite and bounded
+// however short an interval an agent claims.
+func checkRates(s *metrics.Sample) error {
+	if s.IntervalS <= 0 {
+		return nil // no rate of its own (rate: 0)
+	}
+	most := metrics.PeerSecondCount * s.IntervalS
+	fast := func(what string, n int64) error {
+		if float64(n) > most {
+			return fmt.Errorf("%s: %d in %g s, more than %g a second", what, n, s.IntervalS, float64(metrics.PeerSecondCount))
+		}
+		return nil
+	}
+	if err := fast("sample.requests", s.Requests); err != nil {
+		return err
+	}
+	for name, ns := range s.ByName {
+		if err := fast(fmt.Sprintf("sample.by_name.%.80q.requests", name), ns.Requests); err != nil {
+			return err
+		}
+	}
+	if w := s.WS; w != nil {
+		if err := fast("sample.ws.messages_sent", w.MessagesSent); err != nil {
+			return err
+		}
+		return fast("sample.ws.messages_received", w.MessagesReceived)
+	}
+	return nil
+}
+
 // CheckFinal says why an agent's final state cannot be merged (nil: it can): a figure out of
 // metrics.PeerTotal's bounds (its monitor readings: metrics.PeerMonitor), status codes, error
 // kinds or failure groups out of metrics.CheckPeerCodes', or a request name the plan does not
-// have. A final without a state is the caller's to judge.
-func (m *Merger) CheckFinal(p *FinalPart) error {
+// have, or a histogram whose µs sum does not fit its counts (checkSums). It clamps the agent's
+// generator CPU of each second to 100 × its cores (SetCores). A final without a state is the
+// caller's to judge.
+func (m *Merger) CheckFinal(i int, p *FinalPart) error {
 	if p == nil || p.State == nil {
 		return nil
+	}
+	for j := range p.State.Seconds {
+		sec := &p.State.Seconds[j]
+		sec.CPUPercent = min(sec.CPUPercent, m.maxCPU(i))
 	}
 	f := *p.State
 	monitors := f.Monitors
@@ -615,6 +676,38 @@ func (m *Merger) CheckFinal(p *FinalPart) error {
 		if !m.known[n.Name] {
 			return fmt.Errorf("state.names: %.80q is not a request name of the plan", n.Name)
 		}
+	}
+	return checkSums(&f)
+}
+
+// checkSums refuses a final state's histogram whose µs sum does not fit its counts
+// (metrics.SumFits): merged, it would put the run's mean outside its minimum and maximum. An
+// agent's state is read after its VUs stop, so an honest one's sums fit exactly.
+func checkSums(f *engine.Final) error {
+	check := func(field string, h engine.Hist) error {
+		if !metrics.SumFits(h.Counts, h.SumUs) {
+			return fmt.Errorf("%s: its sum_us %d puts the mean outside the histogram's values", field, h.SumUs)
+		}
+		return nil
+	}
+	for _, h := range []struct {
+		field string
+		h     engine.Hist
+	}{{"state.latency", f.Latency}, {"state.latency_success", f.LatencySuccess}, {"state.service_time", f.ServiceTime}, {"state.schedule_lag", f.ScheduleLag}} {
+		if err := check(h.field, h.h); err != nil {
+			return err
+		}
+	}
+	for j, n := range f.Names {
+		if err := check(fmt.Sprintf("state.names[%d].latency", j), n.Latency); err != nil {
+			return err
+		}
+	}
+	if w := f.WS; w != nil {
+		if err := check("state.ws.connect", w.Connect); err != nil {
+			return err
+		}
+		return check("state.ws.round_trip", w.RoundTrip)
 	}
 	return nil
 }

@@ -430,7 +430,7 @@ func checkPeerBounds(t *testing.T, c *plan.Compiled, agents []string, seconds []
 				t.Errorf("agent %s second %d: %v", agents[j], p.Sample.ElapsedS, err)
 			}
 		}
-		if err := m.CheckFinal(finals[j]); err != nil {
+		if err := m.CheckFinal(j, finals[j]); err != nil {
 			t.Errorf("agent %s final: %v", agents[j], err)
 		}
 	}
@@ -443,10 +443,12 @@ func checkPeerBounds(t *testing.T, c *plan.Compiled, agents []string, seconds []
 		"state.status_codes":    func(f *engine.Final) { f.StatusCodes["<script>"] = 1 },
 		"state.error_kinds":     func(f *engine.Final) { f.ErrorKinds["made_up"] = 1 },
 		"state.names":           func(f *engine.Final) { f.Names[0].Name = "not-in-plan" },
+		"state.latency: its sum_us 1 puts the mean outside": func(f *engine.Final) { f.Latency.SumUs = 1 },
+		"state.names[0].latency: its sum_us":                func(f *engine.Final) { f.Names[0].Latency.SumUs = 1 << 50 },
 	} {
 		f := viaJSON(t, finals[0])
 		lie(f.State)
-		if err := m.CheckFinal(f); err == nil || !strings.HasPrefix(err.Error(), field) {
+		if err := m.CheckFinal(0, f); err == nil || !strings.HasPrefix(err.Error(), field) {
 			t.Errorf("%s: %v, want refused naming it", field, err)
 		}
 	}

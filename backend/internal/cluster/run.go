@@ -527,6 +527,13 @@ func (c *Coordinator) newRun(spec RunSpec, hooks RunHooks, ids []string, weights
 	}
 	r := &run{c: c, spec: spec, hooks: hooks, ids: ids, log: c.log.With("run", spec.Run),
 		merger: NewMerger(spec.Plan, ids, weights)}
+	if len(spec.Agents) == len(ids) { // (a resumed run knows its agents' ids and weights only)
+		cores := make([]int, len(ids))
+		for i, a := range spec.Agents {
+			cores[i] = a.Cores
+		}
+		r.merger.SetCores(cores)
+	}
 	r.init()
 	return r, seq, nil
 }
@@ -682,6 +689,7 @@ type incoming struct {
 	agent    string
 	snap     Snapshot
 	caughtUp bool
+	badFinal error // the agent's final message, which cannot be read (snap is empty)
 }
 
 // run is one Run's state; only its loop goroutine touches it after init.
@@ -789,10 +797,16 @@ func (r *run) fetch(ctx context.Context, sub *nats.Subscription, in chan<- incom
 		if err == nil && (s.Run != r.spec.Run || s.Agent != agent) {
 			err = fmt.Errorf("it names run %d and agent %.64q, its subject run %d and agent %.64q", s.Run, s.Agent, r.spec.Run, agent)
 		}
-		if err != nil {
+		if err != nil && isFinal(m.Data, r.spec.Run, agent) {
+			// A final that cannot be read cannot stand for the agent's share: lost at once,
+			// not at the run's end.
+			if !send(incoming{agent: agent, badFinal: err}) {
+				return false
+			}
+		} else if err != nil {
 			if !bad[agent] && len(bad) < 1000 {
 				bad[agent] = true
-				r.log.Warn("ignoring a malformed snapshot", "agent", agent, "err", err)
+				r.log.Warn("ignoring a malformed snapshot", "run", r.spec.Run, "agent", agent, "err", err)
 			}
 		} else if !send(incoming{agent: agent, snap: s}) {
 			return false
@@ -897,6 +911,19 @@ func (r *run) loop(ctx context.Context, in <-chan incoming) (sum *metrics.Summar
 	}
 }
 
+// isFinal says whether data, a snapshot that does not decode, is agent's final message of run:
+// its run, agent and final fields read, whatever the final holds (a histogram that does not
+// decode, a count of the wrong type...).
+func isFinal(data []byte, run int64, agent string) bool {
+	var env struct {
+		Run   int64           `json:"run"`
+		Agent string          `json:"agent"`
+		Final json.RawMessage `json:"final"`
+	}
+	return json.Unmarshal(data, &env) == nil && env.Run == run && env.Agent == agent &&
+		len(env.Final) > 0 && string(env.Final) != "null"
+}
+
 // take files one snapshot.
 func (r *run) take(m incoming) {
 	if h := r.c.takeHook; h != nil {
@@ -907,6 +934,15 @@ func (r *run) take(m incoming) {
 		r.once("agent "+m.agent, "ignoring snapshots of an agent not in the run", "agent", m.agent)
 		return
 	}
+	if m.badFinal != nil {
+		if r.finals[i] == nil && !r.refused[i] {
+			r.refused[i] = true
+			if !r.lost[i] {
+				r.lose(i, "its final message cannot be read: "+clip(m.badFinal.Error()))
+			}
+		}
+		return
+	}
 	s := m.snap
 	if s.Second > r.bound {
 		// A hostile or broken agent's second (or final) past the plan's end: merging up to it
@@ -915,7 +951,12 @@ func (r *run) take(m incoming) {
 		return
 	}
 	if s.StartedUnixNano != 0 && r.started[i] == 0 {
-		r.started[i] = s.StartedUnixNano
+		if r.startPlausible(s.StartedUnixNano) {
+			r.started[i] = s.StartedUnixNano
+		} else {
+			r.once("start "+m.agent, "ignoring an agent's start time far from the run's start instant (its start skew is not known)",
+				"agent", m.agent, "started_unix_nano", s.StartedUnixNano, "start_at", r.startAt)
+		}
 	}
 	if s.Final != nil {
 		if r.finals[i] == nil && !r.refused[i] {
@@ -985,7 +1026,7 @@ func (r *run) final(i int, s Snapshot) {
 		r.log.Warn("agent fenced itself (cut off from the broker)", "agent", id)
 	}
 	var why string
-	impossible := r.merger.CheckFinal(s.Final)
+	impossible := r.merger.CheckFinal(i, s.Final)
 	switch {
 	case s.Error != "":
 		r.failures = append(r.failures, fmt.Sprintf("agent %q: %s", id, s.Error))
@@ -1143,8 +1184,9 @@ func (r *run) summary() (*metrics.Summary, error) {
 	if len(r.failures) == len(r.ids) {
 		return nil, fmt.Errorf("cluster: run %d failed on every agent: %s", r.spec.Run, strings.Join(r.failures, "; "))
 	}
-	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) {
-		return nil, fmt.Errorf("cluster: run %d: no agent finished (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
+	delivered := slices.ContainsFunc(r.parts, func(p []*SecondPart) bool { return len(p) > 0 })
+	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f != nil }) && !delivered {
+		return nil, fmt.Errorf("cluster: run %d: no agent finished or delivered a second (lost: %s)", r.spec.Run, strings.Join(lost, ", "))
 	}
 	if !slices.ContainsFunc(r.finals, func(f *FinalPart) bool { return f == nil || f.State != nil }) {
 		// Every agent was stopped before its start instant (final takes a final without engine
@@ -1153,10 +1195,14 @@ func (r *run) summary() (*metrics.Summary, error) {
 	}
 	finals := slices.Clone(r.finals)
 	like := slices.IndexFunc(finals, func(f *FinalPart) bool { return f != nil && f.State != nil })
+	shape := r.planShape() // every agent lost: the seconds they delivered are the run's
+	if like >= 0 {
+		shape = finals[like].State
+	}
 	for i, f := range finals {
-		if f == nil && len(r.parts[i]) > 0 && like >= 0 {
+		if f == nil && len(r.parts[i]) > 0 {
 			// What it delivered counts in the summary too (partly: FinalOfSeconds).
-			finals[i] = &FinalPart{State: FinalOfSeconds(r.parts[i], finals[like].State)}
+			finals[i] = &FinalPart{State: FinalOfSeconds(r.parts[i], shape)}
 			r.log.Info("the summary has the seconds an agent delivered without a usable final (partial: no checks, phases or success latency of it)",
 				"agent", r.ids[i], "seconds", len(r.parts[i]))
 		}
@@ -1167,6 +1213,9 @@ func (r *run) summary() (*metrics.Summary, error) {
 	}
 	// The load changes once each: the coordinator's record; a resumed run's coordinator did not
 	// see those made before its restart, so its summary has the first agent's own record.
+	if like < 0 {
+		r.log.Warn("every agent of the run was lost: its summary is the seconds they delivered (partial)", "lost", lost)
+	}
 	sum.Events = append([]metrics.RunEvent{}, r.events...)
 	if !r.graceUntil.IsZero() && like >= 0 {
 		sum.Events = append([]metrics.RunEvent{}, finals[like].State.Events...)
@@ -1174,22 +1223,21 @@ func (r *run) summary() (*metrics.Summary, error) {
 	sum.Agents = len(r.ids)
 	sum.Degraded = r.degraded
 	sum.LostAgents = lost
-	var lo, hi int64
-	for _, s := range r.started {
-		if s == 0 {
-			continue
-		}
-		if lo == 0 || s < lo {
-			lo = s
-		}
-		hi = max(hi, s)
-	}
-	if lo != 0 {
-		skew := float64(hi-lo) / 1e6
-		sum.StartSkewMs = &skew
-	}
+	sum.StartSkewMs = r.startSkewMs()
 	r.log.Info("run over agents finished", "degraded", sum.Degraded, "lost", lost, "start_skew_ms", skewMs(sum.StartSkewMs))
 	return sum, nil
+}
+
+// planShape is an engine state with the plan's request names (engine.RequestNames) and no
+// figure: the shape FinalOfSeconds rebuilds a lost agent's state in when no agent left a final
+// to copy it from (no check results then: the seconds do not carry them one by one).
+func (r *run) planShape() *engine.Final {
+	names, _ := engine.RequestNames(r.spec.Plan.Plan)
+	f := &engine.Final{Names: make([]engine.FinalName, len(names))}
+	for i, n := range names {
+		f.Names[i].Name = n
+	}
+	return f
 }
 
 // notStarted is the summary of a run stopped before any of its agents sent a request: that of
@@ -1204,6 +1252,40 @@ func (r *run) notStarted() (*metrics.Summary, error) {
 	sum.Agents, sum.Degraded = len(r.ids), r.degraded
 	r.log.Info("run over agents stopped before its start: nothing was sent")
 	return sum, nil
+}
+
+// StartSlack bounds how far from the run's start instant an agent's reported start may be and
+// count in the start skew: before it by at most StartSlack, after it by at most the plan's
+// seconds and StartSlack. An honest agent starts within milliseconds of it (its clock's offset
+// measured and taken off); a start outside is a broken clock or a lie, left out of the skew.
+const StartSlack = time.Minute
+
+// startPlausible says whether an agent's reported start (unix ns, the controller's clock) is
+// within StartSlack of the run's start instant (or of its planned seconds after it).
+func (r *run) startPlausible(ns int64) bool {
+	at := r.startAt.UnixNano()
+	return ns >= at-int64(StartSlack) && ns <= at+int64(StartSlack)+int64(r.bound)*int64(time.Second)
+}
+
+// startSkewMs is the spread of the agents' reported starts in ms (nil: none reported). The
+// starts are within startPlausible's window of the start instant, so their difference fits.
+func (r *run) startSkewMs() *float64 {
+	var lo, hi int64
+	n := 0
+	for _, s := range r.started {
+		if s == 0 {
+			continue
+		}
+		if n == 0 {
+			lo, hi = s, s
+		}
+		lo, hi, n = min(lo, s), max(hi, s), n+1
+	}
+	if n == 0 {
+		return nil
+	}
+	skew := float64(hi-lo) / 1e6
+	return &skew
 }
 
 // skewMs is *p for the log (-1: not known).

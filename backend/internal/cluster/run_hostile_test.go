@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -290,5 +292,90 @@ func TestFinalOfSecondsAddsTheSeconds(t *testing.T) {
 	}
 	if _, err := engine.Summarize(compile(t, `{"name":"n","requests":[{"name":"r0","url":"http://127.0.0.1:9/"},{"name":"r1","url":"http://127.0.0.1:9/"}],"load":{"vus":1,"duration":"3s"}}`), f); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A final that does not decode (here its latency histogram is not HdrHistogram) loses its agent
+// as soon as it comes, named as the agent's final, not at the run's end: the seconds after the
+// agent's last one carry its share as missing, and the run ends with b's final.
+func TestUnreadableFinalLosesTheAgentAtOnce(t *testing.T) {
+	e, a, b, h, res := startTwo(t, 24)
+	a.second(24, 1, 3)
+	e.took("a", "1")
+	a.raw(24, []byte(`{"run":24,"agent":"a","second":2,"final":{"state":{"requests":3,"successes":3,"latency":{"hist":"not a histogram"}}}}`), "bad-final")
+	for s := 1; s <= 5; s++ {
+		b.second(24, s, 4)
+	}
+	b.final(24, 6, 0)
+	r := wait(t, res) // no clock move: the run ends without waiting for a's final
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if m := h.next(t); m.ElapsedS != 1 || m.Requests != 7 {
+		t.Fatalf("second 1: %+v", m)
+	}
+	for s := 2; s <= 5; s++ {
+		if m := h.next(t); m.ElapsedS != s || m.MissingShare != 0.5 || strings.Join(m.MissingAgents, ",") != "a" {
+			t.Fatalf("second %d: %+v", s, m)
+		}
+	}
+	if !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "a" || r.sum.Requests != 13 {
+		t.Fatalf("summary %+v", r.sum)
+	}
+	if n := e.logs.count("agent lost; its share is missing from here on"); n != 1 {
+		t.Fatalf("agent lost logged %d times", n)
+	}
+	if !e.logs.has("its final message cannot be read") || e.logs.count("ignoring a malformed snapshot") != 0 {
+		t.Fatalf("logs %v", e.logs.all())
+	}
+}
+
+// A start time far from the run's start instant (a broken clock, a lie: here before the epoch
+// and at the end of int64's range) is left out of the start skew and logged once; the skew is
+// that of the plausible starts.
+func TestImplausibleStartsLeftOutOfTheSkew(t *testing.T) {
+	for _, bad := range []int64{-9e18, math.MaxInt64} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			e, a, b, _, res := startTwo(t, 25)
+			at := t0.Add(MinStartDelay)
+			a.publish(25, Snapshot{Run: 25, Agent: "a", Second: 1, StartedUnixNano: bad,
+				Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 3, Successes: 3})}, "")
+			b.publish(25, Snapshot{Run: 25, Agent: "b", Second: 1, StartedUnixNano: at.Add(2 * time.Millisecond).UnixNano(),
+				Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 3, Successes: 3})}, "")
+			a.final(25, 2, bad)
+			b.final(25, 2, at.Add(2*time.Millisecond).UnixNano())
+			r := wait(t, res)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.sum.StartSkewMs == nil || *r.sum.StartSkewMs != 0 {
+				t.Fatalf("start skew %v", skewMs(r.sum.StartSkewMs))
+			}
+			if n := e.logs.count("ignoring an agent's start time far from the run's start instant (its start skew is not known)"); n != 1 {
+				t.Fatalf("logged %d times: %v", n, e.logs.all())
+			}
+		})
+	}
+}
+
+// startPlausible: within StartSlack before the start instant, and up to the plan's seconds and
+// StartSlack after it.
+func TestStartPlausible(t *testing.T) {
+	r := &run{startAt: t0, bound: 7}
+	for _, tc := range []struct {
+		d  time.Duration
+		ok bool
+	}{{0, true}, {-StartSlack, true}, {-StartSlack - 1, false}, {StartSlack + 7*time.Second, true}, {StartSlack + 7*time.Second + 1, false}} {
+		if got := r.startPlausible(t0.Add(tc.d).UnixNano()); got != tc.ok {
+			t.Errorf("start at %v: plausible %v, want %v", tc.d, got, tc.ok)
+		}
+	}
+	r.started = []int64{0, t0.UnixNano() + 5e6, t0.UnixNano() - 1e6}
+	if s := r.startSkewMs(); s == nil || *s != 6 {
+		t.Fatalf("skew %v", skewMs(s))
+	}
+	r.started = []int64{0, 0}
+	if s := r.startSkewMs(); s != nil {
+		t.Fatalf("skew %v of no start", *s)
 	}
 }

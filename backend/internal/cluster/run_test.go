@@ -120,16 +120,37 @@ func (e *env) at(d time.Duration, beating ...*fakeAgent) {
 
 // recLog records log messages (expected warnings stay out of the test log).
 type recLog struct {
-	mu   sync.Mutex
-	msgs []string
+	mu    sync.Mutex
+	msgs  []string
+	lines []string // each message with its attributes ("msg k=v k=v")
 }
 
 func (l *recLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *recLog) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
 	l.mu.Lock()
 	l.msgs = append(l.msgs, r.Message)
+	l.lines = append(l.lines, line)
 	l.mu.Unlock()
 	return nil
+}
+
+// has says whether a line (message and attributes) holds s.
+func (l *recLog) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.lines, func(line string) bool { return strings.Contains(line, s) })
+}
+
+// all is every line so far.
+func (l *recLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
 }
 func (l *recLog) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *recLog) WithGroup(string) slog.Handler      { return l }

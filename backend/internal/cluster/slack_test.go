@@ -74,11 +74,65 @@ func TestHugeConsistentFiguresAreRefused(t *testing.T) {
 		"sample.by_name":            func(p *SecondPart) { p.Sample.ByName = map[string]metrics.NameSample{"not-in-plan": {}} },
 		"latency_sum_us":            func(p *SecondPart) { p.LatencySumUs = 1 << 63 },
 		"sample.t":                  func(p *SecondPart) { p.Sample.T = 1 << 62 },
+		// within every bound one by one, impossible together: a billion requests in a millisecond
+		"sample.requests: 1000000000 in 0.001 s, more than 1e+09 a second": func(p *SecondPart) {
+			p.Sample.Requests, p.Sample.Successes, p.Sample.StatusCodes["200"], p.Sample.IntervalS = 1e9, 1e9, 1e9, 0.001
+		},
+		`sample.by_name."r".requests: 20 in 1e-08 s`: func(p *SecondPart) {
+			p.Sample.ByName = map[string]metrics.NameSample{"r": {Requests: 20}}
+			p.Sample.IntervalS = 1e-8
+		},
 	} {
 		p := honest()
 		lie(p)
 		if err := m.CheckPart(0, p); err == nil || !strings.HasPrefix(err.Error(), field) {
 			t.Errorf("%s: %v, want refused naming it", field, err)
 		}
+	}
+}
+
+// An agent's generator CPU is clamped to 100 × its cores (its hello's; MaxCores when not known),
+// and a latency sum that would put the second's mean outside its histogram is dropped (the mean
+// is then the buckets'): both within every bound, neither possible.
+func TestCPUClampedAndUnfitSumDropped(t *testing.T) {
+	c := compile(t, `{"name":"s","requests":[{"name":"r","url":"http://127.0.0.1:1/"}],
+		"load":{"executor":"constant-vus","vus":10,"duration":"10s"}}`)
+	m := NewMerger(c, []string{"a", "b"}, []int{1, 1})
+	m.SetCores([]int{2, 0})
+	lying := func(cpu float64, sum uint64) *SecondPart {
+		p := part(t, 1, []int64{1000, 2000})
+		p.Sample.IntervalS, p.Sample.Client.CPUPercent, p.LatencySumUs = 1, cpu, sum
+		return p
+	}
+	for _, tc := range []struct {
+		agent   int
+		cpu     float64
+		sum     uint64
+		wantCPU float64
+		wantSum uint64
+	}{
+		{0, 1e9, 3000, 200, 3000},               // two cores
+		{1, 1e9, 3000, 100 * MaxCores, 3000},    // cores not known
+		{0, 150, 1e12, 150, 0},                  // a mean of 500 s for latencies of 1 and 2 ms
+		{0, 150, 1, 150, 0},                     // a mean of 0.5 µs
+		{0, 150, 1000 + 2001, 150, 1000 + 2001}, // within the slots' values
+	} {
+		p := lying(tc.cpu, tc.sum)
+		if err := m.CheckPart(tc.agent, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Sample.Client.CPUPercent != tc.wantCPU || p.LatencySumUs != tc.wantSum {
+			t.Errorf("%+v: cpu %v, sum %d", tc, p.Sample.Client.CPUPercent, p.LatencySumUs)
+		}
+	}
+	a, b := lying(1e9, 1e12), lying(50, 3000)
+	for j, p := range []*SecondPart{a, b} {
+		if err := m.CheckPart(j, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := m.Second(1, []*SecondPart{a, b})
+	if s.Client.CPUPercent != 250 || s.Agents["a"].CPUPercent != 200 || s.Latency.Mean != 1.5 || s.Latency.Max > 2.01 {
+		t.Fatalf("merged %+v %+v", s.Client, s.Latency)
 	}
 }
