@@ -92,8 +92,8 @@ func (e *CertGoneError) Unwrap() error { return e.Last }
 
 // Hints for an agent that cannot join, by the broker's or its own refusal (joinHint).
 const (
-	hintCertMismatch = "the controller was restarted without its state (--agents-state), or this is another server " +
-		"or a volley run --agents that has ended: get a new join token"
+	// the same words as the controller's log when it sees this agent refuse its certificate
+	hintCertMismatch  = bus.StaleTokenHint + "; or this is not that controller (another server, a volley run --agents that has ended)"
 	hintAuthorization = "a wrong join secret, or an agent with this id is already connected: the controller's log names which; " +
 		"give each agent its own --id"
 	hintUnreachable = "is the controller listening there (volley serve --agents-listen), and can this host reach it?"
@@ -157,7 +157,11 @@ func Run(ctx context.Context, cfg Config) error {
 		defer reconnMu.Unlock()
 		if msg := err.Error(); joined && msg != lastReconnErr {
 			lastReconnErr = msg
-			log.Warn("cannot reconnect to the controller; trying again every 500 ms", "err", err)
+			args := []any{"err", err}
+			if hint := joinHint(err); hint != "" {
+				args = append(args, "hint", hint)
+			}
+			log.Warn("cannot reconnect to the controller; trying again every 500 ms", args...)
 		}
 	}
 	// A listener whose certificate stays another one than the token's for giveUp ends the agent

@@ -272,6 +272,9 @@ func TestReconnectErrorIsLogged(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if !strings.Contains(logs.String(), `hint="`+bus.StaleTokenHint) {
+		t.Errorf("the reconnect error has not the stale token's hint:\n%s", logs.String())
+	}
 	// Several more attempts (every 500 ms), the same error: not logged again.
 	time.Sleep(1200 * time.Millisecond)
 	if n := strings.Count(logs.String(), want); n != 1 {

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,14 +37,14 @@ func TestJoinErrorHints(t *testing.T) {
 		notWant string
 	}{
 		{"certificate", c.url, stale, "is not the join token's", "--id"},
-		{"secret", c.url, badSecret, "a wrong join secret, or an agent with this id is already connected: the controller's log names which", "get a new join token"},
+		{"secret", c.url, badSecret, "a wrong join secret, or an agent with this id is already connected: the controller's log names which", "GET /api/agents/token"},
 		{"unreachable", closed, c.tok, "is the controller listening there", "--id"},
 	} {
 		err := Run(context.Background(), Config{URL: tc.url, Token: tc.tok, ID: "gen-1", Log: quiet()})
 		if err == nil || !strings.Contains(err.Error(), "cannot join") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.notWant) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if tc.name == "certificate" && !strings.Contains(err.Error(), "restarted without its state (--agents-state)") {
+		if tc.name == "certificate" && !strings.Contains(err.Error(), bus.StaleTokenHint) {
 			t.Errorf("certificate: %v", err)
 		}
 	}
@@ -52,6 +54,44 @@ func TestJoinErrorHints(t *testing.T) {
 	if err := Run(context.Background(), Config{URL: c.url, Token: c.tok, ID: "gen-1", Log: quiet()}); err == nil ||
 		!strings.Contains(err.Error(), "an agent with this id is already connected") {
 		t.Errorf("id taken: %v", err)
+	}
+}
+
+// The controller started again with a new --agents-state (a new data dir: a new certificate, on
+// the same address): an agent holding the token of its earlier certificate cannot join, and both
+// sides say the same thing — the agent's error and the controller's log line for the refused
+// connection carry bus.StaleTokenHint (take the current token), not "the listener takes TLS only".
+func TestStaleTokenSaidOnBothSides(t *testing.T) {
+	before, err := bus.Start(bus.Config{AgentsListen: "127.0.0.1:0", StateDir: filepath.Join(t.TempDir(), "agents")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := bus.ParseToken(before.JoinToken())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := before.AgentsAddr()
+	before.Close()
+	logs := &syncBuf{}
+	after, err := bus.Start(bus.Config{AgentsListen: addr, StateDir: filepath.Join(t.TempDir(), "agents"), Log: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(after.Close)
+
+	err = Run(context.Background(), Config{URL: "nats://" + addr, Token: old, ID: "gen-1", Log: quiet()})
+	var cm *bus.CertMismatchError
+	if !errors.As(err, &cm) || !strings.Contains(err.Error(), "cannot join") || !strings.Contains(err.Error(), bus.StaleTokenHint) {
+		t.Errorf("the agent's error: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "agent connection refused"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the controller logged nothing: %q", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if l := logs.String(); !strings.Contains(l, bus.StaleTokenHint) || strings.Contains(l, "TLS only") {
+		t.Errorf("the controller's log: %q", l)
 	}
 }
 
@@ -76,7 +116,7 @@ func TestAgentGivesUpOnAnotherCertificate(t *testing.T) {
 	case err := <-done:
 		var gone *CertGoneError
 		var cm *bus.CertMismatchError
-		if !errors.As(err, &gone) || !errors.As(err, &cm) || !strings.Contains(err.Error(), "get a new join token") ||
+		if !errors.As(err, &gone) || !errors.As(err, &cm) || !strings.Contains(err.Error(), bus.StaleTokenHint) ||
 			!strings.Contains(err.Error(), "giving up on "+c.url) {
 			t.Fatalf("err %v", err)
 		}
