@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"reflect"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -50,8 +47,23 @@ type startBody struct {
 	AgentLabels map[string]string `json:"agent_labels"`
 }
 
-// readStartBody reads startBody; an empty body is the zero startBody. Errors are 400s naming the
-// field.
+// startWire is startBody as sent: each field is checked by readStartBody, so that every invalid
+// value of a field — of another JSON type, out of range, not written as a whole number — gets the
+// same answer.
+type startWire struct {
+	Agents      json.RawMessage `json:"agents"`
+	AgentLabels json.RawMessage `json:"agent_labels"`
+}
+
+// What a valid agents and agent_labels are, as their field errors say it.
+var (
+	agentsBound = fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
+	labelsShape = fmt.Sprintf("must be an object of 1 to %d labels, each value a string", MaxAgentLabels)
+)
+
+// readStartBody reads startBody; an empty body is the zero startBody, and null counts as absent.
+// Every invalid agents or agent_labels value is a 400 invalid_value naming the field and its
+// bound; a body that is not such an object (or has another field) is a 400 bad_request.
 func readStartBody(c *gin.Context) (startBody, error) {
 	var b startBody
 	raw, err := io.ReadAll(c.Request.Body)
@@ -62,66 +74,66 @@ func readStartBody(c *gin.Context) (startBody, error) {
 		return b, nil
 	}
 	c.Request.Body = io.NopCloser(bytes.NewReader(raw))
-	invalid := func(fields map[string]string, msg string) error {
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: msg, Fields: fields}
-	}
-	if err := decodeBody(c, &b, `"agents" (a number of agents) or "agent_labels" (an object of labels), or no body`); err != nil {
-		// A whole number no int holds (1e308, 99999999999999999999999) is out of range, as the
-		// plan's fields say it (plan/shape.go), not "not a whole number".
-		var ae *Error
-		if errors.As(err, &ae) && ae.Fields["agents"] == mustBe(reflect.TypeFor[int]()) {
-			if lit, f, ok := wholeLiteral(raw, "agents"); ok && f > MaxRunAgents {
-				m := fmt.Sprintf("is too large: %s (at most %d)", lit[:min(len(lit), 40)], MaxRunAgents)
-				return b, invalid(map[string]string{"agents": m}, "agents: "+m)
-			} else if ok && f < 1 {
-				m := fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
-				return b, invalid(map[string]string{"agents": m}, "agents "+m)
-			}
-		}
+	var w startWire
+	if err := decodeBody(c, &w, `"agents" (a number of agents) or "agent_labels" (an object of labels), or no body`); err != nil {
 		return b, err
 	}
-	switch {
-	case b.Agents != nil && b.AgentLabels != nil:
-		return b, invalid(map[string]string{"agents": "give agents or agent_labels, not both", "agent_labels": "give agents or agent_labels, not both"},
-			"give agents or agent_labels, not both")
-	case b.Agents != nil && (*b.Agents < 1 || *b.Agents > MaxRunAgents):
-		m := fmt.Sprintf("must be a whole number of agents from 1 to %d", MaxRunAgents)
-		return b, invalid(map[string]string{"agents": m}, "agents "+m)
-	case b.AgentLabels != nil:
-		if len(b.AgentLabels) == 0 {
-			m := fmt.Sprintf("must hold 1 to %d labels", MaxAgentLabels)
-			return b, invalid(map[string]string{"agent_labels": m}, "agent_labels "+m)
+	agents, labels := present(w.Agents), present(w.AgentLabels)
+	if agents && labels {
+		const both = "give agents or agent_labels, not both"
+		return b, &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: both,
+			Fields: map[string]string{"agents": both, "agent_labels": both}}
+	}
+	if agents {
+		n, ok := wholeAgents(w.Agents)
+		if !ok {
+			return b, invalidField("agents", agentsBound)
+		}
+		b.Agents = &n
+	}
+	if labels {
+		l, ok := labelObject(w.AgentLabels)
+		if !ok {
+			return b, invalidField("agent_labels", labelsShape)
 		}
 		// the bounds an agent's own labels keep (a selection past them could match none)
-		if err := cluster.CheckLabels(b.AgentLabels); err != nil {
-			return b, invalid(map[string]string{"agent_labels": err.Error()}, "agent_labels: "+err.Error())
+		if err := cluster.CheckLabels(l); err != nil {
+			return b, &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: "agent_labels: " + err.Error(),
+				Fields: map[string]string{"agent_labels": err.Error()}}
 		}
+		b.AgentLabels = l
 	}
 	return b, nil
 }
 
-// wholeLiteral finds field's value in the JSON object raw and, when it is a number literal of a
-// whole value (2e3, 1e308; past float64's range too: +-Inf), returns the literal and the value.
-func wholeLiteral(raw []byte, field string) (string, float64, bool) {
+// present reports whether a field was given a value: neither absent nor null.
+func present(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
+
+// wholeAgents is v as a number of agents, if it is one: a JSON number written as a whole number
+// (not 2.0 nor 1e3, as a plan's whole-number fields) from 1 to MaxRunAgents.
+func wholeAgents(v json.RawMessage) (int, bool) {
+	if len(v) == 0 || bytes.ContainsAny(v, `".eE`) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(v)) // a string, true, [] or {} is no integer either
+	return n, err == nil && n >= 1 && n <= MaxRunAgents
+}
+
+// labelObject is v as labels, if it is a non-empty JSON object of strings.
+func labelObject(v json.RawMessage) (map[string]string, bool) {
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
-		return "", 0, false
+	if json.Unmarshal(v, &obj) != nil || len(obj) == 0 {
+		return nil, false
 	}
-	v, ok := obj[field]
-	for k, kv := range obj { // encoding/json matches a field's key case-insensitively too
-		if !ok && strings.EqualFold(k, field) {
-			v, ok = kv, true
+	l := make(map[string]string, len(obj))
+	for k, raw := range obj {
+		var s string
+		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+			return nil, false
 		}
+		l[k] = s
 	}
-	if !ok || len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return "", 0, false
-	}
-	lit := string(v)
-	f, err := strconv.ParseFloat(lit, 64)
-	if err == nil && f == math.Trunc(f) || errors.Is(err, strconv.ErrRange) {
-		return lit, f, true
-	}
-	return "", 0, false
+	return l, true
 }
 
 // startOnAgents starts plan planID over the agents b asks for: 409 agents_listener_off without a

@@ -111,7 +111,8 @@ func (f *fakeCluster) Resume(ctx context.Context, spec cluster.RunSpec, st clust
 }
 
 // POST /api/plans/:id/runs with {"agents": N} or {"agent_labels": …} runs the plan through the
-// cluster: 400 for a bad body (the field named), 409 agents_unavailable when too few agents match,
+// cluster: 400 for a bad body (the field named; every invalid value: TestRunAgentsInvalidValues),
+// 409 agents_unavailable when too few agents match,
 // control 409 control_unsupported; the merged seconds are the run's (one with its missing share),
 // each agent's own seconds are stored once (GET /api/runs/:id/agents), the run ends with agents
 // and degraded, and deleting it deletes its agents' seconds.
@@ -122,20 +123,8 @@ func TestRunOverAgents(t *testing.T) {
 	planID := mustPlanID(t, st, "agents")
 	runs := fmt.Sprintf("/api/plans/%d/runs", planID)
 	runCases(t, a, []apiCase{
-		{"no agents", "POST", runs, `{"agents":0}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
-		{"too many agents", "POST", runs, `{"agents":1001}`, 400, []string{`"agents":`}},
-		{"not a number", "POST", runs, `{"agents":"2"}`, 400, []string{`"agents":"must be a whole number"`}},
-		{"1e308 agents", "POST", runs, `{"agents":1e308}`, 400, []string{`"invalid_value"`, `"agents":"is too large: 1e308 (at most 1000)"`, `"message":"agents: is too large: 1e308 (at most 1000)"`}},
-		{"past int64", "POST", runs, `{"agents":99999999999999999999999}`, 400, []string{`"invalid_value"`, `"agents":"is too large: 99999999999999999999999 (at most 1000)"`}},
-		{"past float64", "POST", runs, `{"Agents":1e400}`, 400, []string{`"agents":"is too large: 1e400 (at most 1000)"`}},
-		{"hugely negative", "POST", runs, `{"agents":-1e308}`, 400, []string{`"invalid_value"`, `"agents":"must be a whole number of agents from 1 to 1000"`}},
-		{"a fraction", "POST", runs, `{"agents":2.5}`, 400, []string{`"bad_request"`, `"agents":"must be a whole number"`}},
 		{"an array", "POST", runs, `[]`, 400, []string{"must be a JSON object with", "not a JSON array"}},
 		{"both", "POST", runs, `{"agents":1,"agent_labels":{"zone":"eu"}}`, 400, []string{`"agents":"give agents or agent_labels, not both"`, `"agent_labels":`}},
-		{"no labels", "POST", runs, `{"agent_labels":{}}`, 400, []string{`"agent_labels":"must hold 1 to 20 labels"`}},
-		{"empty key", "POST", runs, `{"agent_labels":{"":"x"}}`, 400, []string{`"agent_labels":"a label with an empty key: a key is 1–63 bytes"`}},
-		{"21 labels", "POST", runs, `{"agent_labels":{"k":"v"` + labelsJSON(20) + `}}`, 400, []string{`"agent_labels":"21 labels: at most 20"`}},
-		{"long value", "POST", runs, `{"agent_labels":{"zone":"` + strings.Repeat("v", 254) + `"}}`, 400, []string{`its value is 254 bytes, at most 253`}},
 		{"unknown field", "POST", runs, `{"agentz":1}`, 400, []string{`"agentz":"unknown field"`}},
 		{"too few agents", "POST", runs, `{"agents":3}`, 409, []string{`"agents_unavailable"`, "not enough idle agents"}},
 		{"no agent with the labels", "POST", runs, `{"agent_labels":{"zone":"us"}}`, 409, []string{`"agents_unavailable"`}},
@@ -214,6 +203,47 @@ func TestRunOverAgents(t *testing.T) {
 	})
 	if n := count(t, st, "SELECT count(*) FROM run_agent_seconds"); n != 0 {
 		t.Errorf("%d agent seconds left after the run was deleted", n)
+	}
+}
+
+// Every invalid agents value — of another JSON type, not written as a whole number (as a plan's
+// whole-number fields: 2.0 and 1e3 are not), out of 1–1000, past any integer — is one answer:
+// 400 invalid_value, the field "agents" and its bound, in its fields and its message. So is every
+// agent_labels value that is not an object of 1–20 string values; a label out of an agent's own
+// bounds is invalid_value too, naming that bound. No run is created.
+func TestRunAgentsInvalidValues(t *testing.T) {
+	s := newStack(t, stackConfig{opts: []api.Option{api.WithCluster(&fakeCluster{})}})
+	runs := fmt.Sprintf("/api/plans/%d/runs", mustPlanID(t, s.st, "agents"))
+	const (
+		agents = "must be a whole number of agents from 1 to 1000"
+		shape  = "must be an object of 1 to 20 labels, each value a string"
+	)
+	check := func(body, field, msg, message string) {
+		t.Helper()
+		status, m := s.app.do("POST", runs, body)
+		e, _ := m["error"].(map[string]any)
+		fields, _ := e["fields"].(map[string]any)
+		if status != 400 || e["code"] != "invalid_value" || len(fields) != 1 || fields[field] != msg || e["message"] != message {
+			t.Errorf("%.80s: %d %v, want 400 invalid_value with %s %q", body, status, m, field, msg)
+		}
+	}
+	for _, v := range []string{"0", "-1", "-0", "1001", "2.0", "2.5", "1e3", "1e308", "-1e308", "1e400", "99999999999999999999999",
+		`"2"`, "true", "[2]", `{"n":2}`} {
+		check(`{"agents":`+v+`}`, "agents", agents, "agents "+agents)
+		check(`{"Agents":`+v+`}`, "agents", agents, "agents "+agents) // encoding/json's case-insensitive key
+	}
+	for _, v := range []string{"{}", `"zone=eu"`, `["zone"]`, "1", "true", `{"zone":1}`, `{"zone":null}`, `{"zone":{"x":"y"}}`, `{"a":"b","zone":["eu"]}`} {
+		check(`{"agent_labels":`+v+`}`, "agent_labels", shape, "agent_labels "+shape)
+	}
+	for v, msg := range map[string]string{
+		`{"":"x"}`:                                    "a label with an empty key: a key is 1–63 bytes",
+		`{"k":"v"` + labelsJSON(20) + `}`:             "21 labels: at most 20",
+		`{"zone":"` + strings.Repeat("v", 254) + `"}`: `label "zone": its value is 254 bytes, at most 253`,
+	} {
+		check(`{"agent_labels":`+v+`}`, "agent_labels", msg, "agent_labels: "+msg)
+	}
+	if n := count(t, s.st, "SELECT count(*) FROM runs"); n != 0 {
+		t.Fatalf("%d runs created by refused starts", n)
 	}
 }
 

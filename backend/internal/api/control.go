@@ -46,7 +46,7 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 	case b.VUs != nil:
 		field = "vus"
 		if *b.VUs != math.Trunc(*b.VUs) || *b.VUs < 0 || *b.VUs > plan.MaxVUs {
-			return 0, nil, invalidControl(field, fmt.Sprintf("must be a whole number of VUs between 0 and %d", plan.MaxVUs))
+			return 0, nil, invalidField(field, fmt.Sprintf("must be a whole number of VUs between 0 and %d", plan.MaxVUs))
 		}
 		n := int(*b.VUs)
 		ch.VUs = &n
@@ -67,7 +67,7 @@ func (s *Server) controlRun(c *gin.Context) (int, any, error) {
 		for _, m := range ve.Fields {
 			msgs = append(msgs, m)
 		}
-		return 0, nil, invalidControl(field, strings.Join(msgs, "; "))
+		return 0, nil, invalidField(field, strings.Join(msgs, "; "))
 	case errors.Is(err, runner.ErrNotDriven):
 		return 0, nil, errf(http.StatusConflict, "control_unsupported", "%s", err.Error())
 	case errors.Is(err, runner.ErrNotControllable), errors.Is(err, runner.ErrTooManyChanges):
@@ -92,7 +92,9 @@ func (s *Server) auditControl(c *gin.Context, id int64, ev metrics.RunEvent) {
 		map[string]any{"run_id": id, "kind": ev.Kind, "from": ev.From, "to": ev.To})
 }
 
-func invalidControl(field, msg string) *Error {
+// invalidField is a 400 invalid_value for one field of a request's body: msg says what the field
+// must be (its bound), under the field's name and in the message after it.
+func invalidField(field, msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: "invalid_value", Message: field + " " + msg,
 		Fields: map[string]string{field: msg}}
 }
