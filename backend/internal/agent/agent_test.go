@@ -62,12 +62,15 @@ func startController(t *testing.T) *controller {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// runAgent runs an agent until the test ends; its result arrives on the returned channel.
+// runAgent runs an agent until the test ends (logging on cfg.Log, nowhere without one); its result
+// arrives on the returned channel.
 func runAgent(t *testing.T, cfg Config) (<-chan error, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done, exited := make(chan error, 1), make(chan struct{})
-	cfg.Log = quiet()
+	if cfg.Log == nil {
+		cfg.Log = quiet()
+	}
 	go func() { done <- Run(ctx, cfg); close(exited) }()
 	t.Cleanup(func() { cancel(); <-exited })
 	return done, cancel

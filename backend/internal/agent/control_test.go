@@ -2,10 +2,15 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +21,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/engine"
 	"github.com/volley-load/volley/backend/internal/metrics"
 	"github.com/volley-load/volley/backend/internal/plan"
+	"github.com/volley-load/volley/backend/internal/testutil"
 )
 
 // Live control of a run over two real agents in this process (the embedded broker with no
@@ -153,6 +159,13 @@ func TestLiveControlOverAgents(t *testing.T) {
 // returns the coordinator and the agents once all are listed (≤ 10 s), in ids' order.
 func coordinated(t *testing.T, ids ...string) (*cluster.Coordinator, []cluster.Agent) {
 	t.Helper()
+	_, co, agents := coordinatedLog(t, nil, ids...)
+	return co, agents
+}
+
+// coordinatedLog is coordinated with the agents logging on log (nil: nowhere), and the broker.
+func coordinatedLog(t *testing.T, log *slog.Logger, ids ...string) (*bus.Bus, *cluster.Coordinator, []cluster.Agent) {
+	t.Helper()
 	b, err := bus.Start(bus.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +178,7 @@ func coordinated(t *testing.T, ids ...string) (*cluster.Coordinator, []cluster.A
 	t.Cleanup(ctl.Close)
 	co, reg := ctl.Coordinator, ctl.Registry
 	for _, id := range ids {
-		runAgent(t, Config{ID: id, Version: "1.2.3", Weight: 1,
+		runAgent(t, Config{ID: id, Version: "1.2.3", Weight: 1, Log: log,
 			Connect: func(o ...nats.Option) (*nats.Conn, error) { return b.LocalAgent(id, o...) }})
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -179,7 +192,7 @@ func coordinated(t *testing.T, ids ...string) (*cluster.Coordinator, []cluster.A
 	if err != nil {
 		t.Fatal(err)
 	}
-	return co, agents
+	return b, co, agents
 }
 
 // A run stopped while its agent is still preparing it (the coordinator's stop broadcast before
@@ -229,5 +242,81 @@ func TestStopWhilePreparingFreesTheAgent(t *testing.T) {
 	}
 	if sum.Requests == 0 || tg.Requests() != sum.Requests {
 		t.Errorf("the next run sent %d requests, the target saw %d", sum.Requests, tg.Requests())
+	}
+}
+
+// A stopped run's stop reaches its agent several times — the coordinator broadcasts it again every
+// cluster.StopRepeat while a final is missing, for an agent that missed it, and a plan's graceful
+// stop lets an iteration in flight finish first — and the agent logs it once: here the target
+// holds the run's one request until the agent has been told to stop three times.
+func TestStopIsLoggedOnce(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight atomic.Int64
+	tg := testutil.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	logs := &syncBuf{}
+	b, co, agents := coordinatedLog(t, slog.New(slog.NewTextHandler(logs, nil)), "a")
+	c, err := plan.ParseCompiled([]byte(fmt.Sprintf(`{"name":"stop-once","requests":[{"url":%q}],
+		"load":{"executor":"constant-vus","vus":1,"duration":"1m","graceful_stop":"1m"},"http":{"timeout":"1m"}}`, tg.URL)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := b.Controller("watch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	stops := make(chan struct{}, 64)
+	if _, err := watch.Subscribe(cluster.RunControlSubject(5), func(m *nats.Msg) {
+		var ctl cluster.Control
+		if json.Unmarshal(m.Data, &ctl) == nil && ctl.Kind == cluster.ControlStop {
+			stops <- struct{}{}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := co.Run(ctx, cluster.RunSpec{Run: 5, Plan: c, Agents: agents}, cluster.RunHooks{})
+		done <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); inFlight.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run's first request did not come")
+		}
+	}
+	stop()
+	for i := range 3 {
+		select {
+		case <-stops:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the stop was broadcast %d times, not 3, while the agent's final was held back", i)
+		}
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run did not end")
+	}
+	if n := strings.Count(logs.String(), "msg=stop "); n != 1 {
+		t.Errorf("the agent logged its stop %d times, want once:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="run ended"`); n != 1 {
+		t.Errorf("the agent logged its run's end %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -86,6 +86,7 @@ type runState struct {
 	sub        *nats.Subscription // its control subject
 	drop       *time.Timer        // drops it unstarted after PrepareTTL
 	started    bool               // a start was taken (guarded by worker.mu)
+	stopping   bool               // a stop was taken after the start (guarded by worker.mu)
 
 	fenced     atomic.Bool
 	startedCtl atomic.Int64 // the engine's start on the controller's clock (unix ns), 0 before
@@ -370,14 +371,20 @@ func (w *worker) onControl(rs *runState) nats.MsgHandler {
 			w.runs.Add(1)
 			go w.run(rs, c.StartAtUnixNano)
 		case cluster.ControlStop:
+			// The controller says stop again every StopRepeat until it has this agent's final
+			// (for an agent that missed it): during the plan's graceful stop that is several
+			// times for one stop, which is logged once.
 			w.mu.Lock()
-			started := rs.started
+			started, again := rs.started, rs.stopping
+			rs.stopping = rs.started
 			w.mu.Unlock()
 			if !started {
 				w.dropUnstarted(rs, "stopped before its start: "+c.Reason)
 				return
 			}
-			w.log.Info("stop", "run", rs.id, "reason", c.Reason)
+			if !again {
+				w.log.Info("stop", "run", rs.id, "reason", c.Reason)
+			}
 			rs.cancel()
 		}
 	}
