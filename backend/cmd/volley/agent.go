@@ -45,8 +45,8 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 			}
 			ext.URL = url
 			external := ext.CredsFile != "" || ext.NKeyFile != "" // --nats-creds, --nkey (natsflags.go)
-			if url == "" || token == "" && !external {
-				return usageError{errors.New("--nats nats://HOST:PORT and --token (or --token-file, or VOLLEY_JOIN_TOKEN) are needed: volley serve --agents-listen prints both")}
+			if err := missingJoin(url == "", token == "" && !external); err != nil {
+				return err
 			}
 			tok, err := agentAuth(token, cmd.Flags().Changed("token") || cmd.Flags().Changed("token-file"), ext)
 			if err != nil {
@@ -89,6 +89,24 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
 	agentNATSFlags(c, &ext) // --nats-creds, --nkey (natsflags.go)
 	return c
+}
+
+// missingJoin is the usage error naming what volley agent lacks to join (nil: nothing): the
+// controller's URL (--nats), the join token (--token, --token-file or VOLLEY_JOIN_TOKEN), or both.
+func missingJoin(url, token bool) error {
+	const (
+		nats = "--nats nats://HOST:PORT"
+		tok  = "a join token (--token, --token-file, or the VOLLEY_JOIN_TOKEN environment variable)"
+	)
+	switch {
+	case url && token:
+		return usageError{fmt.Errorf("%s and %s are needed: volley serve --agents-listen prints both", nats, tok)}
+	case url:
+		return usageError{fmt.Errorf("%s is needed: where agents join the controller (volley serve --agents-listen prints it)", nats)}
+	case token:
+		return usageError{fmt.Errorf("%s is needed: volley serve --agents-listen prints it (GET /api/agents/token too)", tok)}
+	}
+	return nil
 }
 
 // joinToken is the agent's join token: flag (--token), else the first line of file

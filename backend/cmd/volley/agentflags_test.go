@@ -69,6 +69,36 @@ func TestAgentFlagsRefusedBeforeConnecting(t *testing.T) {
 	}
 }
 
+// volley agent without what it needs to join names exactly what is missing (a usage error, exit
+// 2): the URL, the join token — with the VOLLEY_JOIN_TOKEN environment variable among its sources —
+// or both; a token from the environment counts as given.
+func TestAgentSaysWhatIsMissing(t *testing.T) {
+	tok := "vly1." + strings.Repeat("s", 43) + "." + strings.Repeat("ab", 32)
+	const (
+		needURL   = "--nats nats://HOST:PORT is needed"
+		needToken = "a join token (--token, --token-file, or the VOLLEY_JOIN_TOKEN environment variable) is needed"
+		needBoth  = "--nats nats://HOST:PORT and a join token (--token, --token-file, or the VOLLEY_JOIN_TOKEN environment variable) are needed"
+	)
+	for _, c := range []struct {
+		env     string
+		args    []string
+		want    string
+		notWant string
+	}{
+		{"", nil, needBoth, ""},
+		{"", []string{"--nats", "nats://127.0.0.1:1"}, needToken, "--nats"},
+		{"", []string{"--token", tok}, needURL, "token"},
+		{tok, nil, needURL, "token"},
+	} {
+		t.Setenv("VOLLEY_JOIN_TOKEN", c.env)
+		err := runAgentCmd(c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) || c.notWant != "" && strings.Contains(err.Error(), c.notWant) {
+			t.Errorf("env %t, %q: %v, want a usage error with %q", c.env != "", c.args, err, c.want)
+		}
+	}
+}
+
 // Labels are trimmed around keys and values.
 func TestParseLabelsTrims(t *testing.T) {
 	got, err := parseLabels(" x = y ,zone=eu west ,empty=")
