@@ -201,9 +201,11 @@ func (a *agentRun) enough(ids []string) bool {
 	return len(ids) >= 1
 }
 
-// waitAgents polls list until enough matching idle agents are there, printing each newcomer on
-// w; after a.wait (or ctx's end) it fails naming how many came and which.
+// waitAgents says on w how long it waits for what, then polls list until enough matching idle
+// agents are there, printing each newcomer on w; after a.wait (or ctx's end) it fails naming how
+// many came and which.
 func (a *agentRun) waitAgents(ctx context.Context, w io.Writer, list func() []cluster.Agent) error {
+	fmt.Fprintf(w, "waiting up to %s for %s\n", a.wait, a.wanted())
 	deadline := time.NewTimer(a.wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(a.poll)
@@ -238,8 +240,8 @@ func (a *agentRun) of() string {
 	return ""
 }
 
-// came says how many agents came against what was asked, and which.
-func (a *agentRun) came(ids []string, all []cluster.Agent) string {
+// wanted is the agents asked for, in words: "3 agents", "an agent with labels zone=eu".
+func (a *agentRun) wanted() string {
 	want := plural(a.n, "agent", "agents")
 	if a.n == 0 {
 		want = "an agent"
@@ -247,7 +249,12 @@ func (a *agentRun) came(ids []string, all []cluster.Agent) string {
 	if len(a.picked) > 0 {
 		want += " with labels " + labelText(a.picked)
 	}
-	msg := fmt.Sprintf("%d came, %s asked for", len(ids), want)
+	return want
+}
+
+// came says how many agents came against what was asked, and which.
+func (a *agentRun) came(ids []string, all []cluster.Agent) string {
+	msg := fmt.Sprintf("%d came, %s asked for", len(ids), a.wanted())
 	if len(ids) > 0 {
 		msg += " (" + strings.Join(ids, ", ") + ")"
 	}

@@ -33,8 +33,8 @@ func idle(id string, labels map[string]string) cluster.Agent {
 	return cluster.Agent{ID: id, State: "idle", Labels: labels}
 }
 
-// The wait ends as soon as enough matching idle agents are listed (a busy one does not count),
-// naming each as it comes; it gives up exactly at --agents-wait naming who came; labels alone
+// The wait says first how long it waits for how many agents (with which labels), ends as soon as
+// enough matching idle agents are listed (a busy one does not count), naming each as it comes; it gives up exactly at --agents-wait naming who came; labels alone
 // wait for one matching agent; Ctrl-C ends it.
 func TestWaitAgents(t *testing.T) {
 	busy := cluster.Agent{ID: "gen-2", State: "running"}
@@ -48,16 +48,18 @@ func TestWaitAgents(t *testing.T) {
 	}{
 		{name: "two of three arrive, one busy", a: agentRun{n: 2, wait: time.Minute},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", nil), 3 * time.Second: busy, 5 * time.Second: idle("gen-3", nil)},
-			took: 5 * time.Second, printed: []string{"agent gen-1 is ready (1 of 2)", "agent gen-3 is ready (2 of 2)"}},
+			took: 5 * time.Second, printed: []string{"waiting up to 1m0s for 2 agents\n", "agent gen-1 is ready (1 of 2)", "agent gen-3 is ready (2 of 2)"}},
 		{name: "too few within the wait", a: agentRun{n: 3, wait: 10 * time.Second},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", nil), 3 * time.Second: busy, 5 * time.Second: idle("gen-3", nil), 11 * time.Second: idle("gen-4", nil)},
-			took: 10 * time.Second, err: "did not come within --agents-wait 10s: 2 came, 3 agents asked for (gen-1, gen-3); 1 other agent is busy or does not match"},
+			took: 10 * time.Second, err: "did not come within --agents-wait 10s: 2 came, 3 agents asked for (gen-1, gen-3); 1 other agent is busy or does not match",
+			printed: []string{"waiting up to 10s for 3 agents\n"}},
 		{name: "labels alone: the first match", a: agentRun{picked: map[string]string{"zone": "eu"}, wait: time.Minute},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", map[string]string{"zone": "us"}), 4 * time.Second: idle("gen-5", map[string]string{"zone": "eu", "rack": "3"})},
-			took: 4 * time.Second, printed: []string{"agent gen-5 is ready (1)"}},
+			took: 4 * time.Second, printed: []string{"waiting up to 1m0s for an agent with labels zone=eu\n", "agent gen-5 is ready (1)"}},
 		{name: "labels: none match", a: agentRun{n: 2, picked: map[string]string{"zone": "eu"}, wait: 3 * time.Second},
 			at:   map[time.Duration]cluster.Agent{time.Second: idle("gen-1", map[string]string{"zone": "us"})},
-			took: 3 * time.Second, err: "0 came, 2 agents with labels zone=eu asked for; 1 other agent is busy or does not match"},
+			took: 3 * time.Second, err: "0 came, 2 agents with labels zone=eu asked for; 1 other agent is busy or does not match",
+			printed: []string{"waiting up to 3s for 2 agents with labels zone=eu\n"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,6 +78,9 @@ func TestWaitAgents(t *testing.T) {
 					if !strings.Contains(out.String(), p) {
 						t.Errorf("output %q lacks %q", out.String(), p)
 					}
+				}
+				if !strings.HasPrefix(out.String(), "waiting up to ") { // said before waiting
+					t.Errorf("output %q does not begin with the wait", out.String())
 				}
 			})
 		})
