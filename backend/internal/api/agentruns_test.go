@@ -134,8 +134,8 @@ func TestRunOverAgents(t *testing.T) {
 	}
 
 	status, got := a.do("POST", runs, `{"agent_labels":{"zone":"eu"}}`)
-	if status != 201 {
-		t.Fatalf("start: %d %v", status, got)
+	if status != 201 || got["agents"] != 2.0 {
+		t.Fatalf("start: %d %v (want agents 2 from the start)", status, got)
 	}
 	id := int64(got["id"].(float64))
 	<-fc.handed

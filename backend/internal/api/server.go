@@ -41,6 +41,7 @@ type Store interface {
 	AppendAgentSecond(ctx context.Context, runID int64, agent string, second int, sample []byte) (bool, error)
 	AgentSeconds(ctx context.Context, runID int64, from, limit int) ([]store.AgentSecond, int, error)
 	SetRunCluster(ctx context.Context, runID int64, data []byte) error
+	SetRunAgents(ctx context.Context, runID int64, n int) error
 	MarkRunInterrupted(ctx context.Context, id int64, now time.Time) error
 }
 
