@@ -160,16 +160,15 @@ type Merger struct {
 	peakVUs atomic.Int64
 	cores   []int // each agent's cores, by part (SetCores; 0 or none: MaxCores)
 
-	dec     metrics.HistDecoder
-	enc     metrics.HistEncoder
-	second  []int64        // the second being merged (reused)
-	scratch []int64        // CheckPart's (reused)
-	soFar   []int64        // every merged second's latencies added
-	hist    *hdr.Histogram // reused for percentiles
-	names   map[string]*nameSoFar
-	fails   map[failKey]*failSoFar
-	nFails  int // groups counted on their own (at most metrics.MaxFailureGroups)
-	sec     int // calls of Second so far
+	dec    metrics.HistDecoder
+	enc    metrics.HistEncoder
+	second []int64        // the second being merged (reused)
+	soFar  []int64        // every merged second's latencies added
+	hist   *hdr.Histogram // reused for percentiles
+	names  map[string]*nameSoFar
+	fails  map[failKey]*failSoFar
+	nFails int // groups counted on their own (at most metrics.MaxFailureGroups)
+	sec    int // calls of Second so far
 }
 
 // nameSoFar is one request name's run so far: its latencies, and each agent's latest
@@ -601,14 +600,15 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
 		vus = min(vus, m.seq.Segment(i).Count(m.peakVUs.Load()))
 	}
-	if err := m.checkHist(p.Hist, histSlack(s.Requests, vus)); err != nil {
+	st, err := m.checkHist(p.Hist, histSlack(s.Requests, vus))
+	if err != nil {
 		return err
 	}
-	if !metrics.SumFits(m.scratch, p.LatencySumUs) {
+	if !st.SumFits(p.LatencySumUs) {
 		p.LatencySumUs = 0 // the second's mean from the buckets (Second)
 	}
 	for name, h := range p.NameHists {
-		if err := m.checkHist(h, histSlack(s.ByName[name].Requests, vus)); err != nil {
+		if _, err := m.checkHist(h, histSlack(s.ByName[name].Requests, vus)); err != nil {
 			return fmt.Errorf("request name %q: %w", name, err)
 		}
 	}
@@ -724,20 +724,16 @@ func checkSums(f *engine.Final) error {
 // run's totals are exact either way (the final is read after the VUs stop).
 func histSlack(requests, vus int64) int64 { return requests + vus + requests/4 + 64 }
 
-// checkHist says whether h decodes and holds at most most latencies.
-func (m *Merger) checkHist(h string, most int64) error {
-	if m.scratch == nil {
-		m.scratch = make([]int64, metrics.CountsLen)
-	}
-	clear(m.scratch)
-	n, err := m.dec.AddTo(m.scratch, h)
+// checkHist says whether h decodes and holds at most most latencies, and what it read of it.
+func (m *Merger) checkHist(h string, most int64) (metrics.HistStat, error) {
+	st, err := m.dec.Stat(h)
 	switch {
 	case err != nil:
-		return fmt.Errorf("its histogram: %w", err)
-	case n > most:
-		return fmt.Errorf("its histogram holds %d latencies, at most %d (requests + active VUs)", n, most)
+		return st, fmt.Errorf("its histogram: %w", err)
+	case st.N > most:
+		return st, fmt.Errorf("its histogram holds %d latencies, at most %d (requests + active VUs)", st.N, most)
 	}
-	return nil
+	return st, nil
 }
 
 // FinalOfSeconds rebuilds, as far as its seconds allow, the cumulative state of an agent that

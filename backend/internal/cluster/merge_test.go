@@ -313,20 +313,30 @@ func TestSecondMissingShareAndFailures(t *testing.T) {
 	}
 }
 
-// BenchmarkMergeSecond100Agents merges one second of 100 agents, each 10 000 requests with a
+// BenchmarkMergeSecond100Agents checks (CheckPart: checked=true) and merges one second of 100 agents, each 10 000 requests with a
 // log-normal spread of latencies (median ≈ 5 ms, p99 ≈ 50 ms), for a plan of one request name and
 // one of ten; it reports the process CPU time per merged second (cpu-ms/op) and the encoded size
 // of one agent's SecondPart (JSON) at 100 000 requests in its second (part_bytes@100k_rps).
 func BenchmarkMergeSecond100Agents(b *testing.B) {
 	for _, names := range []int{1, 10} {
-		b.Run(fmt.Sprint("names=", names), func(b *testing.B) { benchMerge(b, names) })
+		for _, checked := range []bool{true, false} {
+			b.Run(fmt.Sprint("names=", names, "/checked=", checked), func(b *testing.B) { benchMerge(b, names, checked) })
+		}
 	}
 }
 
-func benchMerge(b *testing.B, names int) {
-	var reqs []string
-	for k := range names {
-		reqs = append(reqs, fmt.Sprintf(`{"name":"r%d","url":"http://127.0.0.1:1/"}`, k))
+// benchMerge merges, checking each part first as the coordinator does (CheckPart) when checked.
+func benchMerge(b *testing.B, names int, checked bool) {
+	checks := 0
+	if checked {
+		checks = 1
+	}
+	reqs := []string{`{"name":"r","url":"http://127.0.0.1:1/"}`} // namedPart's one name
+	if names > 1 {
+		reqs = nil
+		for k := range names {
+			reqs = append(reqs, fmt.Sprintf(`{"name":"r%d","url":"http://127.0.0.1:1/"}`, k))
+		}
 	}
 	c := compile(b, `{"name":"bench","requests":[`+strings.Join(reqs, ",")+`],
 		"load":{"executor":"constant-vus","vus":100,"duration":"10s"}}`)
@@ -355,6 +365,11 @@ func benchMerge(b *testing.B, names int) {
 	cpu := testutil.ProcessCPU()
 	for b.Loop() {
 		sec++
+		for j, p := range parts[:agents*checks] { // as the coordinator checks each part it takes
+			if err := m.CheckPart(j, p); err != nil {
+				b.Fatal(err)
+			}
+		}
 		m.Second(sec, parts)
 	}
 	// CPU time rather than wall time: the figure that holds on a shared machine

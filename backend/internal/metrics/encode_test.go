@@ -120,3 +120,31 @@ func TestSumFits(t *testing.T) {
 		t.Fatal("the last slot (every value past HighestUs) bounds the mean")
 	}
 }
+
+// Stat reads what AddTo adds — the count, the lowest and highest non-empty slots — with the same
+// errors, and its SumFits is that of the counts.
+func TestHistDecoderStat(t *testing.T) {
+	var e HistEncoder
+	var d HistDecoder
+	counts := make([]int64, CountsLen)
+	counts[countsIndex(900)], counts[countsIndex(5000)], counts[countsIndex(70_000)] = 3, 1, 2
+	st, err := d.Stat(e.Encode(counts))
+	if err != nil || st.N != 6 || st.First != countsIndex(900) || st.Last != countsIndex(70_000) {
+		t.Fatalf("stat %+v, %v", st, err)
+	}
+	for _, sum := range []uint64{0, 1, 3*900 + 5000 + 2*70_000, 1 << 40} {
+		if st.SumFits(sum) != SumFits(counts, sum) {
+			t.Errorf("sum %d: Stat's SumFits %v, the counts' %v", sum, st.SumFits(sum), SumFits(counts, sum))
+		}
+	}
+	if st, err := d.Stat(""); err != nil || st.N != 0 || st.First != -1 || st.SumFits(1) {
+		t.Fatalf("empty: %+v %v", st, err)
+	}
+	for _, bad := range []string{"!!", "AAAAAAAA", e.Encode(counts)[:20]} {
+		_, errStat := d.Stat(bad)
+		_, errAdd := d.AddTo(make([]int64, CountsLen), bad)
+		if errStat == nil || errAdd == nil || errStat.Error() != errAdd.Error() {
+			t.Errorf("%q: Stat %v, AddTo %v", bad, errStat, errAdd)
+		}
+	}
+}

@@ -165,21 +165,28 @@ func SumFits(counts []int64, sumUs uint64) bool {
 	if sumUs == 0 {
 		return true
 	}
-	first, last := -1, -1
-	var n float64
+	st := HistStat{First: -1, Last: -1}
 	for i, c := range counts {
 		if c > 0 {
-			if first < 0 {
-				first = i
+			if st.First < 0 {
+				st.First = i
 			}
-			last = i
-			n += float64(c)
+			st.Last = i
+			st.N += c
 		}
 	}
-	if first < 0 {
+	return st.SumFits(sumUs)
+}
+
+// SumFits is SumFits of the histogram st was read of (HistDecoder.Stat).
+func (st HistStat) SumFits(sumUs uint64) bool {
+	if sumUs == 0 {
+		return true
+	}
+	if st.First < 0 || st.N <= 0 {
 		return false
 	}
-	lo, hi := indexValue(first), indexValue(last+1)-1 // (the slot after last begins past its greatest value)
-	sum := float64(sumUs)
-	return sum >= n*float64(lo) && (last == len(counts)-1 || sum <= n*float64(hi))
+	lo, hi := indexValue(st.First), indexValue(st.Last+1)-1 // (the slot after last begins past its greatest value)
+	sum, n := float64(sumUs), float64(st.N)
+	return sum >= n*float64(lo) && (st.Last >= CountsLen-1 || sum <= n*float64(hi))
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"bytes"
-	"compress/zlib"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zlib"
 
 	"github.com/volley-load/volley/backend/internal/plan"
 )
@@ -379,25 +380,43 @@ type HistDecoder struct {
 // AddTo adds the counts of the histogram encoded in s to dst (len CountsLen) and returns how many
 // values it holds; "" adds nothing. On an error (DecodeHistCounts's) dst may hold part of them.
 func (d *HistDecoder) AddTo(dst []int64, s string) (int64, error) {
+	st, err := d.decode(dst, s)
+	return st.N, err
+}
+
+// HistStat is what Stat reads of an encoded histogram: how many values it holds and its lowest
+// and highest non-empty slots (-1 when empty).
+type HistStat struct {
+	N           int64
+	First, Last int
+}
+
+// Stat decodes s as AddTo does (the same checks and errors) without adding its counts anywhere:
+// checking a histogram (its count, SumFits) costs no array.
+func (d *HistDecoder) Stat(s string) (HistStat, error) { return d.decode(nil, s) }
+
+// decode is AddTo (dst non-nil) and Stat (nil).
+func (d *HistDecoder) decode(dst []int64, s string) (HistStat, error) {
+	st := HistStat{First: -1, Last: -1}
 	if s == "" {
-		return 0, nil
+		return st, nil
 	}
 	if len(s) > MaxEncodedHist {
-		return 0, fmt.Errorf("histogram of %d characters, at most %d", len(s), MaxEncodedHist)
+		return st, fmt.Errorf("histogram of %d characters, at most %d", len(s), MaxEncodedHist)
 	}
 	if n := base64.StdEncoding.DecodedLen(len(s)); cap(d.b64) < n {
 		d.b64 = make([]byte, n)
 	}
 	n, err := base64.StdEncoding.Decode(d.b64[:cap(d.b64)], []byte(s))
 	if err != nil {
-		return 0, fmt.Errorf("histogram is not base64: %w", err)
+		return st, fmt.Errorf("histogram is not base64: %w", err)
 	}
 	raw := d.b64[:n]
 	if len(raw) < 8 || binary.BigEndian.Uint32(raw) != v2CompressedEncodingCookie {
-		return 0, errors.New("not a compressed HdrHistogram V2 histogram")
+		return st, errors.New("not a compressed HdrHistogram V2 histogram")
 	}
 	if n := binary.BigEndian.Uint32(raw[4:]); uint64(n) != uint64(len(raw)-8) {
-		return 0, fmt.Errorf("histogram announces %d compressed bytes, has %d", n, len(raw)-8)
+		return st, fmt.Errorf("histogram announces %d compressed bytes, has %d", n, len(raw)-8)
 	}
 	d.zin.Reset(raw[8:])
 	if d.zr == nil {
@@ -406,51 +425,58 @@ func (d *HistDecoder) AddTo(dst []int64, s string) (int64, error) {
 		err = d.zr.(zlib.Resetter).Reset(&d.zin, nil)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("histogram: %w", err)
+		return st, fmt.Errorf("histogram: %w", err)
 	}
 	d.buf.Reset()
 	if _, err := d.buf.ReadFrom(io.LimitReader(d.zr, int64(maxRawHist)+1)); err != nil {
-		return 0, fmt.Errorf("histogram: %w", err)
+		return st, fmt.Errorf("histogram: %w", err)
 	}
 	p := d.buf.Bytes()
 	switch {
 	case len(p) > maxRawHist:
-		return 0, fmt.Errorf("histogram decompresses to more than %d bytes", maxRawHist)
+		return st, fmt.Errorf("histogram decompresses to more than %d bytes", maxRawHist)
 	case len(p) < 40 || binary.BigEndian.Uint32(p) != v2EncodingCookie:
-		return 0, errors.New("histogram payload has no V2 header")
+		return st, errors.New("histogram payload has no V2 header")
 	case uint64(binary.BigEndian.Uint32(p[4:])) != uint64(len(p)-40):
-		return 0, errors.New("histogram payload length does not match")
+		return st, errors.New("histogram payload length does not match")
 	case binary.BigEndian.Uint32(p[8:]) != 0, binary.BigEndian.Uint32(p[12:]) != SigFigs,
 		binary.BigEndian.Uint64(p[16:]) != LowestUs, binary.BigEndian.Uint64(p[24:]) != HighestUs,
 		math.Float64frombits(binary.BigEndian.Uint64(p[32:])) != 1:
-		return 0, errors.New("histogram geometry is not Volley's (1 µs – 1 h, 3 significant digits)")
+		return st, errors.New("histogram geometry is not Volley's (1 µs – 1 h, 3 significant digits)")
 	}
-	var total int64
 	i := 0
 	for pos := 40; pos < len(p); {
 		v, n := zigZag(p[pos:])
 		if n == 0 {
-			return total, errors.New("histogram counts are truncated")
+			return st, errors.New("histogram counts are truncated")
 		}
 		pos += n
 		if v < 0 { // a run of -v zero slots
 			if v < -int64(CountsLen-i) {
-				return total, errors.New("histogram has more slots than Volley's geometry")
+				return st, errors.New("histogram has more slots than Volley's geometry")
 			}
 			i += int(-v)
 			continue
 		}
-		if i >= CountsLen || i >= len(dst) {
-			return total, errors.New("histogram has more slots than Volley's geometry")
+		if i >= CountsLen || dst != nil && i >= len(dst) {
+			return st, errors.New("histogram has more slots than Volley's geometry")
 		}
-		if v > 1<<62-total {
-			return total, errors.New("histogram holds more than 2^62 values")
+		if v > 1<<62-st.N {
+			return st, errors.New("histogram holds more than 2^62 values")
 		}
-		dst[i] += v
-		total += v
+		if v > 0 {
+			if dst != nil {
+				dst[i] += v
+			}
+			st.N += v
+			st.Last = i
+			if st.First < 0 {
+				st.First = i
+			}
+		}
 		i++
 	}
-	return total, nil
+	return st, nil
 }
 
 // zigZag reads one ZigZag LEB128-64b9B varint (putZigZag's format): its value and length, or
