@@ -24,8 +24,8 @@ func agentCmd() *cobra.Command {
 		url, token, id, labels string
 		tokenFile              string
 		weightArg              = rawArg{s: "0", typ: "int"} // parsed in RunE: parseWeight
-		allowTargets           []string
-		ext                    bus.External // an external NATS (natsflags.go)
+		allowTargets           entryList                    // empty entries kept: ParseTargets refuses them
+		ext                    bus.External                 // an external NATS (natsflags.go)
 	)
 	c := &cobra.Command{
 		Use:   "agent",
@@ -86,7 +86,7 @@ without one): a plan aimed elsewhere is refused, naming the host.`,
 	c.Flags().StringVar(&id, "id", "", "agent id, unique among the agents (default: this host's name made an id: lowercase, '.' and '_' as '-', other characters dropped, ≤ 63); a-z, 0-9, '-'")
 	c.Flags().StringVar(&labels, "labels", "", "labels to pick agents by, k=v,k=v (at most 20; a key 1-63 bytes, a value at most 253)")
 	c.Flags().Var(&weightArg, "weight", "share in a weighted split, 0-1000 (0: this machine's cores)")
-	c.Flags().StringSliceVar(&allowTargets, "allow-target", nil, "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
+	c.Flags().Var(&allowTargets, "allow-target", "the only hosts plans run on this agent may aim at: HOST or HOST:PORT, HOST an IP, CIDR, name or *.suffix (comma-separated or repeated; default: any the built-in target policy allows)")
 	agentNATSFlags(c, &ext) // --nats-creds, --nkey (natsflags.go)
 	return c
 }
@@ -216,6 +216,15 @@ type rawArg struct{ s, typ string }
 func (a *rawArg) String() string     { return a.s }
 func (a *rawArg) Set(s string) error { a.s = s; return nil }
 func (a *rawArg) Type() string       { return a.typ }
+
+// entryList is a comma-separated, repeatable flag whose every entry is kept as given, empty ones
+// included: --allow-target "" (an unset "$ALLOWED") or "a,,b" must be refused, where pflag's
+// string slice would make "" no entry at all — and an empty --allow-target list allows any target.
+type entryList []string
+
+func (l *entryList) String() string     { return strings.Join(*l, ",") }
+func (l *entryList) Set(s string) error { *l = append(*l, strings.Split(s, ",")...); return nil }
+func (l *entryList) Type() string       { return "strings" }
 
 // agentsCtl is volley serve's agents side (--agents-listen): the embedded broker with its TLS
 // listener, the controller's connection and the agent registry (api.Agents).

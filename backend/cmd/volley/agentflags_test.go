@@ -53,6 +53,12 @@ func TestAgentFlagsRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"--id", strings.Repeat("X", 100_000)}, `--id "` + strings.Repeat("X", 64) + `…": an agent id is 1-63`},
 		{[]string{"--id", tok}, "--id looks like a join token; give it with --token"},
 		{[]string{"--id", " " + tok}, "--id looks like a join token; give it with --token"},
+		{[]string{"--allow-target", ""}, "--allow-target: an empty entry (give host names or IPs, or leave the flag out"},
+		{[]string{"--allow-target=", "--allow-target", "127.0.0.1"}, "--allow-target: an empty entry"},
+		{[]string{"--allow-target", "a.test,,b.test"}, "--allow-target: an empty entry"},
+		{[]string{"--allow-target", " "}, "--allow-target: an empty entry"},
+		{[]string{"--allow-target", "999.1.1.1"}, `--allow-target: "999.1.1.1" looks like an IPv4 address but is not one`},
+		{[]string{"--allow-target", "127.0.0.1,api.test:8080"}, ""},
 	} {
 		err := runAgentCmd(append([]string{"--nats", "nats://127.0.0.1:1", "--token", tok, "--id", "gen-1"}, c.args...)...)
 		var ue usageError

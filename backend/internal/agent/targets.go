@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -38,8 +39,15 @@ type targetEntry struct {
 	port string            // "": any port
 }
 
+// ErrEmptyTarget is ParseTargets' error for an empty (or blank) entry, and the agent command's
+// for an --allow-target given empty: an empty list would mean no restriction at all, which a
+// flag given with an unset variable ("$ALLOWED") must not turn on silently.
+var ErrEmptyTarget = errors.New("an empty entry (give host names or IPs, or leave the flag out to allow any target)")
+
 // ParseTargets parses an --allow-target list (see Targets); nil for an empty list (no
-// restriction beyond the engine's target policy). The error names the bad entry.
+// restriction beyond the engine's target policy). An empty or blank entry is ErrEmptyTarget; a
+// host of digits and dots only that is no IPv4 address ("999.1.1.1") is refused, not taken for a
+// name. The error names the bad entry.
 func ParseTargets(list []string) (*Targets, error) {
 	if len(list) == 0 {
 		return nil, nil
@@ -48,6 +56,9 @@ func ParseTargets(list []string) (*Targets, error) {
 	var hosts []string
 	for _, s := range list {
 		s = strings.TrimSpace(s)
+		if s == "" {
+			return nil, ErrEmptyTarget
+		}
 		host, port := splitTarget(s)
 		if port != "" {
 			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
@@ -59,6 +70,11 @@ func ParseTargets(list []string) (*Targets, error) {
 				err = errors.New(`"*" would allow every host: leave the list out instead`)
 			}
 			return nil, err
+		}
+		if looksIPv4(host) {
+			if a, err := netip.ParseAddr(host); err != nil || !a.Is4() {
+				return nil, fmt.Errorf("%q looks like an IPv4 address but is not one (four numbers 0–255)", host)
+			}
 		}
 		pol, err := netpolicy.New([]string{host}, nil)
 		if err != nil {
@@ -73,6 +89,13 @@ func ParseTargets(list []string) (*Targets, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// looksIPv4 reports whether host is digits and dots only, with a digit: an IPv4 address or a
+// mistyped one, never a name anyone means.
+func looksIPv4(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	return host != "" && strings.Trim(host, "0123456789.") == "" && strings.Trim(host, ".") != ""
 }
 
 // splitTarget splits "host:port", "[v6]:port", "cidr:port" into host and port; a host with no
