@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -61,8 +62,16 @@ func handshakeHint(reason string) string {
 	return "the agents listener takes TLS only: volley agent with the join token"
 }
 
+// Fatalf: the broker could not go on (e.g. "Error listening on port: 127.0.0.1:4222, \"listen
+// tcp 127.0.0.1:4222: bind: address already in use\""). The first one is handed to Start, which
+// returns it; every one is logged.
 func (l brokerLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	select {
+	case l.b.fatal <- errors.New(msg):
+	default:
+	}
 	if l.b.log != nil {
-		l.b.log.Error("embedded broker: " + fmt.Sprintf(format, v...))
+		l.b.log.Error("embedded broker: " + msg)
 	}
 }

@@ -72,6 +72,7 @@ type Bus struct {
 
 	refusals *Refusals
 	log      *slog.Logger // Config.Log (nil: none)
+	fatal    chan error   // the broker's first fatal error (brokerLog.Fatalf), which Start waits for
 
 	mu     sync.Mutex
 	agents map[string]uint64 // agent id → its connection's client id, while connected
@@ -90,7 +91,8 @@ func ValidAgentID(id string) bool { return agentID.MatchString(id) }
 
 // Start starts the embedded broker and waits until it accepts connections (≤ 10 s).
 func Start(cfg Config) (*Bus, error) {
-	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}, refusals: NewRefusals(cfg.Log), log: cfg.Log}
+	b := &Bus{secret: cfg.Secret, agents: map[string]uint64{}, refusals: NewRefusals(cfg.Log), log: cfg.Log,
+		fatal: make(chan error, 1)}
 	var err error
 	if b.secret == "" {
 		if b.secret, err = randomSecret(); err != nil {
@@ -152,9 +154,20 @@ func Start(cfg Config) (*Bus, error) {
 	}
 	srv.SetLoggerV2(brokerLog{b}, true, false, false) // debug: brokerLog.Debugf
 	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		return nil, errors.New("bus: the embedded broker did not start within 10 s")
+	// The broker reports a failure to start (the agents listener's port taken, JetStream's store
+	// unusable) only to its logger (brokerLog.Fatalf), and then never becomes ready: wait for
+	// either, so the bind error comes at once rather than after the 10 s.
+	for deadline := time.Now().Add(10 * time.Second); !srv.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case err := <-b.fatal:
+			srv.Shutdown()
+			return nil, fmt.Errorf("bus: the embedded broker could not start: %w", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			srv.Shutdown()
+			return nil, errors.New("bus: the embedded broker did not start within 10 s")
+		}
 	}
 	b.srv = srv
 	if cfg.AgentsListen != "" {

@@ -252,6 +252,33 @@ func TestListenPortZeroIsAFreePort(t *testing.T) {
 	}
 }
 
+// An agents listener on a port already taken fails Start at once with the bind error naming the
+// address, not after the 10 s the broker is given to become ready; the port's holder keeps it.
+func TestListenOnATakenPortFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	t0 := time.Now()
+	b, err := Start(Config{AgentsListen: addr})
+	took := time.Since(t0)
+	if err == nil {
+		b.Close()
+		t.Fatalf("Start on the taken %s: no error", addr)
+	}
+	// typically ~50 ms; 8 s leaves a loaded machine its margin and stays under the old 10 s
+	if !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), addr) || took > 8*time.Second {
+		t.Fatalf("Start on the taken %s: %v after %s, want the bind error naming it at once", addr, err, took)
+	}
+	if c, err := net.Dial("tcp", addr); err != nil {
+		t.Fatalf("the port's holder lost it: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
 // A flood of refusals logs at most refusalBurst lines per refusalWindow; the next logged line
 // counts those left out. A nil Refusals logs nothing.
 func TestRefusalsAreRateLimited(t *testing.T) {
