@@ -155,15 +155,9 @@ func (s *Server) startOnAgents(c *gin.Context, planID int64, b startBody) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	id, sp, err := s.runs.StartDriven(c.Request.Context(), planID, s.checkPlan, s.agentsDrive(picked))
-	if err != nil {
-		return 0, nil, err
-	}
-	// Its agents from the start (the answer, the list, the live page), not only once it ends.
-	if err := s.store.SetRunAgents(context.WithoutCancel(c.Request.Context()), id, len(picked)); err != nil {
-		s.log.Warn("cannot record a run's agents before its end", "run", id, "err", err)
-	}
-	return id, sp, nil
+	// Its agents from its creation (the answer, the list, the live page) to its end, whatever its
+	// outcome (runs.Service.StartOnAgents).
+	return s.runs.StartOnAgents(c.Request.Context(), planID, s.checkPlan, s.agentsDrive(picked), len(picked))
 }
 
 // agentsDrive runs a plan on the picked agents (cluster.Coordinator.Run): the merged seconds go

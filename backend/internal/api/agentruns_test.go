@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,6 +32,10 @@ type fakeCluster struct {
 	from    int
 	// abandoned is each Abandon's "run controller" (a run it cannot take over).
 	abandoned []string
+	// fail, when set, is Run's error with no summary (an agent refused Prepare), once failAfter
+	// (when set) is closed.
+	fail      error
+	failAfter chan struct{}
 }
 
 func (f *fakeCluster) Abandon(run int64, controller, reason string) {
@@ -69,6 +74,12 @@ func (f *fakeCluster) Run(ctx context.Context, spec cluster.RunSpec, hooks clust
 	f.mu.Lock()
 	f.spec = spec
 	f.mu.Unlock()
+	if f.fail != nil {
+		if f.failAfter != nil {
+			<-f.failAfter
+		}
+		return nil, f.fail
+	}
 	if err := hooks.OnStart(fakeStarted); err != nil {
 		return nil, err
 	}
@@ -203,6 +214,37 @@ func TestRunOverAgents(t *testing.T) {
 	})
 	if n := count(t, st, "SELECT count(*) FROM run_agent_seconds"); n != 0 {
 		t.Errorf("%d agent seconds left after the run was deleted", n)
+	}
+}
+
+// A run over agents that fails without a summary (an agent refused Prepare: its --allow-target)
+// keeps the number of agents it was started on — in GET /api/runs/:id and the list — whether it
+// fails at once or after the start's answer.
+func TestFailedRunOverAgentsKeepsItsAgents(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		fc := &fakeCluster{fail: errors.New("agent gen-b refused the plan: it aims outside this agent's --allow-target list")}
+		if after {
+			fc.failAfter = make(chan struct{})
+		}
+		s := newStack(t, stackConfig{opts: []api.Option{api.WithCluster(fc)}})
+		a, st := s.app, s.st
+		status, got := a.do("POST", fmt.Sprintf("/api/plans/%d/runs", mustPlanID(t, st, "agents")), `{"agents":2}`)
+		if status != 201 || got["agents"] != 2.0 {
+			t.Fatalf("start (failing after the answer: %v): %d %v", after, status, got)
+		}
+		id := int64(got["id"].(float64))
+		if after {
+			close(fc.failAfter)
+		}
+		<-s.rn.Done(id)
+		_, run := a.do("GET", fmt.Sprintf("/api/runs/%d", id), "")
+		if run["status"] != "failed" || run["agents"] != 2.0 || !strings.Contains(fmt.Sprint(run["error"]), "--allow-target") {
+			t.Errorf("failing after the answer: %v: run %v, want failed with agents 2", after, run)
+		}
+		_, list := a.do("GET", "/api/runs", "")
+		if it := list["items"].([]any)[0].(map[string]any); it["agents"] != 2.0 {
+			t.Errorf("failing after the answer: %v: listed %v", after, it)
+		}
 	}
 }
 

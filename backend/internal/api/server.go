@@ -49,6 +49,7 @@ type Store interface {
 type Runs interface {
 	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
 	StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive) (int64, *store.Plan, error)
+	StartOnAgents(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive, agents int) (int64, *store.Plan, error)
 	Resume(ctx context.Context, runID int64, drive runs.Drive) error
 	Stop(ctx context.Context, id int64) (*store.Run, error)
 	Control(ctx context.Context, id int64, ch runner.Change, check func(*plan.Plan) error) (metrics.RunEvent, error)

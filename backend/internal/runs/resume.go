@@ -70,6 +70,9 @@ func (s *Service) Resume(ctx context.Context, runID int64, drive Drive) error {
 	if s.resumed != nil {
 		s.resumed(runID, history, requests, errs)
 	}
+	if s.agents != nil && r.Agents > 0 {
+		s.agents(runID, r.Agents) // its end keeps them, whatever its outcome
+	}
 	_, err = dr.StartDriven(c, func(time.Time) (int64, error) { return runID, nil },
 		func(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
 			sum, err := drive(ctx, id, c, onSample)

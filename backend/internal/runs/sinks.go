@@ -87,8 +87,9 @@ type StoreSink struct {
 	requests int64
 	errors   int64
 
-	cmu   sync.Mutex
-	carry *carried // Continue's totals for the next Start of their run
+	cmu    sync.Mutex
+	carry  *carried  // Continue's totals for the next Start of their run
+	agents runAgents // SetAgents: the agents count its run's end writes
 
 	pending      []pendingSample // seconds not yet stored, oldest first
 	pendingBytes int
@@ -99,6 +100,22 @@ type StoreSink struct {
 
 // carried is a resumed run's totals so far (Continue).
 type carried struct{ runID, requests, errors int64 }
+
+// runAgents is how many agents a run over agents was started on (SetAgents).
+type runAgents struct {
+	runID int64
+	n     int
+}
+
+// SetAgents makes the end of run runID record n agents whatever its summary says — none at all
+// when the run failed before any agent delivered one (an agent refused its Prepare, no agent
+// delivered anything): a run's agents count is the number it was started on, whatever its outcome.
+// Safe to call while the run is active (or before it starts).
+func (k *StoreSink) SetAgents(runID int64, n int) {
+	k.cmu.Lock()
+	defer k.cmu.Unlock()
+	k.agents = runAgents{runID: runID, n: n}
+}
 
 type pendingSample struct {
 	smp store.Sample
@@ -254,6 +271,11 @@ func (k *StoreSink) Finish(runID int64, status string, _, ended time.Time, sum *
 		p = store.Progress{DurationS: sum.DurationS, Requests: sum.Requests, RPS: sum.RPS, P95Ms: sum.Latency.P95, ErrorRate: sum.ErrorRate,
 			ThresholdsOK: thresholdsOK(sum), ServerCPUMax: ServerCPUMax(sum), Agents: sum.Agents, Degraded: sum.Degraded}
 	}
+	k.cmu.Lock()
+	if a := k.agents; a.runID == runID && a.n > 0 {
+		p.Agents = a.n
+	}
+	k.cmu.Unlock()
 	msg := endMessage(status, sum, runErr)
 	if k.failErr != nil {
 		status = store.StatusFailed
