@@ -245,9 +245,11 @@ Add an admin first, then start again (everyone then logs in):
 		}
 		steer = co
 		apiOpts = append(apiOpts, opts...)
-		// The token in the environment, not on the command line: the process list shows arguments.
-		log.Info("agents listener (TLS); join a machine with: VOLLEY_JOIN_TOKEN=TOKEN volley agent --nats "+ag.URL(),
-			"addr", ag.b.AgentsAddr(), "token", ag.JoinToken())
+		// The command as given, to copy (as volley run --agents prints it and the Agents page shows
+		// it); the token in the environment, not on the command line: the process list shows
+		// arguments. The token was in this line before too (a token= field): the log holds it.
+		log.Info("agents listener (TLS); join a machine with: VOLLEY_JOIN_TOKEN="+ag.JoinToken()+" volley agent --nats "+ag.URL(),
+			"addr", ag.b.AgentsAddr())
 	}
 	if lim.nats.URL != "" {
 		ag, err := startAgentsExternal(lim.nats, log)

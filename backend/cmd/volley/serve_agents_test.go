@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
 	"github.com/volley-load/volley/backend/internal/store"
 )
@@ -168,9 +170,12 @@ func TestServeAgentsListen(t *testing.T) {
 	opts.log = slog.New(slog.NewTextHandler(&logs, nil))
 	startServe(t, filepath.Join(t.TempDir(), "volley.db"), opts)
 	got := logs.String()
-	if !strings.Contains(got, "join a machine with: VOLLEY_JOIN_TOKEN=TOKEN volley agent --nats nats://127.0.0.1:") ||
-		!strings.Contains(got, "token=vly1.") || strings.Contains(got, "--token") {
+	// the real command, to copy: the token itself in VOLLEY_JOIN_TOKEN (once: no token= field too)
+	tok := regexp.MustCompile(`join a machine with: VOLLEY_JOIN_TOKEN=(vly1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}) volley agent --nats nats://127\.0\.0\.1:[1-9][0-9]*"`).FindStringSubmatch(got)
+	if tok == nil || strings.Count(got, tok[1]) != 1 || strings.Contains(got, "--token") || strings.Contains(got, "TOKEN volley") {
 		t.Errorf("start log: %s", got)
+	} else if _, err := bus.ParseToken(tok[1]); err != nil {
+		t.Errorf("the logged token %q: %v", tok[1], err)
 	}
 }
 
