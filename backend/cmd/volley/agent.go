@@ -17,6 +17,7 @@ import (
 	"github.com/volley-load/volley/backend/internal/agent"
 	"github.com/volley-load/volley/backend/internal/bus"
 	"github.com/volley-load/volley/backend/internal/cluster"
+	"github.com/volley-load/volley/backend/internal/localagent"
 )
 
 func agentCmd() *cobra.Command {
@@ -187,14 +188,17 @@ func parseLabels(s string) (map[string]string, error) {
 }
 
 // checkAgentID refuses an --id that is not an agent id (a usage error quoting at most 64 bytes of
-// it), and one that looks like a join token without quoting it at all: a secret on stderr ends up
-// in logs.
+// it), one that looks like a join token without quoting it at all (a secret on stderr ends up in
+// logs), and the in-process agent's id (localagent.ID, "local"), which would make the
+// controller's log and Agents page name two machines alike.
 func checkAgentID(id string) error {
 	switch {
 	case strings.HasPrefix(strings.TrimSpace(id), bus.TokenPrefix):
 		return usageError{errors.New("--id looks like a join token; give it with --token (or --token-file, or VOLLEY_JOIN_TOKEN)")}
 	case !bus.ValidAgentID(id):
 		return usageError{fmt.Errorf("--id %q: an agent id is 1-63 of a-z, 0-9 and '-', not starting with '-'", bus.ClipID(id))}
+	case id == localagent.ID:
+		return usageError{fmt.Errorf("--id %q is the controller's own in-process agent's id (its single-machine runs); give this agent another (--id, or a host name other than %q)", id, id)}
 	}
 	return nil
 }

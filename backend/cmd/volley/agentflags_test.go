@@ -53,6 +53,8 @@ func TestAgentFlagsRefusedBeforeConnecting(t *testing.T) {
 		{[]string{"--id", strings.Repeat("X", 100_000)}, `--id "` + strings.Repeat("X", 64) + `…": an agent id is 1-63`},
 		{[]string{"--id", tok}, "--id looks like a join token; give it with --token"},
 		{[]string{"--id", " " + tok}, "--id looks like a join token; give it with --token"},
+		{[]string{"--id", "local"}, `--id "local" is the controller's own in-process agent's id`},
+		{[]string{"--id", "local-2"}, ""},
 		{[]string{"--allow-target", ""}, "--allow-target: an empty entry (give host names or IPs, or leave the flag out"},
 		{[]string{"--allow-target=", "--allow-target", "127.0.0.1"}, "--allow-target: an empty entry"},
 		{[]string{"--allow-target", "a.test,,b.test"}, "--allow-target: an empty entry"},
