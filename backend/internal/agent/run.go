@@ -78,6 +78,7 @@ func (w *worker) now() time.Time { return time.Now().Add(w.skew) }
 type runState struct {
 	id         int64
 	controller string
+	msgKey     string // begins its snapshots' message ids (cluster.Prepare.MsgKey)
 	eng        *engine.Engine
 	offset     time.Duration // the agent's clock minus the controller's
 	fenceAfter time.Duration
@@ -231,6 +232,9 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 	if busy := w.busyWith(p); busy != nil {
 		return w.refusal(fmt.Errorf("busy with run %d", busy.id))
 	}
+	if !cluster.ValidMsgKey(p.MsgKey) {
+		return w.refusal(fmt.Errorf("the prepare message's msg_key %.80q is not 1–64 hex digits", p.MsgKey))
+	}
 	c, err := plan.ParseCompiled(p.Plan)
 	if err != nil {
 		return w.refusal(fmt.Errorf("the plan is not valid: %w", err))
@@ -254,7 +258,7 @@ func (w *worker) prepare(data []byte) cluster.Ready {
 		return w.refusal(fmt.Errorf("the plan aims at a denied target: %w", err))
 	}
 	testPoint("prepare", p.Run)
-	rs := &runState{id: p.Run, controller: p.Controller, fenceAfter: time.Duration(p.FenceAfterMs) * time.Millisecond}
+	rs := &runState{id: p.Run, controller: p.Controller, msgKey: p.MsgKey, fenceAfter: time.Duration(p.FenceAfterMs) * time.Millisecond}
 	if rs.fenceAfter <= 0 {
 		rs.fenceAfter = cluster.DefaultFenceAfter
 	}
@@ -563,7 +567,7 @@ func (w *worker) onSample(rs *runState) func(metrics.Sample) {
 		if rs.first.CompareAndSwap(false, true) {
 			snap.StartedUnixNano = rs.startedCtl.Load()
 		}
-		w.spoolSnap(snap, false)
+		w.spoolSnap(rs.msgKey, snap, false)
 	}
 }
 
@@ -583,16 +587,16 @@ func (w *worker) spoolFinal(rs *runState, sum *metrics.Summary, runErr error) {
 		})
 		snap.Final = cluster.NewFinalPart(rs.eng, sum)
 	}()
-	w.spoolSnap(snap, true)
+	w.spoolSnap(rs.msgKey, snap, true)
 	w.log.Info("run ended", "run", rs.id, "fenced", snap.Fenced, "err", snap.Error)
 }
 
 // spoolSnap spools snap. A final has a stand-in: the same final failed, naming why, sent when
 // it cannot be encoded or the broker refuses it as too large (spooled.tooBig). An in-process
 // agent (Config.Handoff) spools snap itself: it is never encoded.
-func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
+func (w *worker) spoolSnap(key string, snap cluster.Snapshot, final bool) {
 	if w.handoff != nil {
-		w.push(spooled{msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), snap: &snap})
+		w.push(spooled{msgID: cluster.SnapshotMsgID(key, snap.Run, w.id, snap.Second, final), snap: &snap})
 		return
 	}
 	b, err := json.Marshal(snap)
@@ -615,7 +619,7 @@ func (w *worker) spoolSnap(snap cluster.Snapshot, final bool) {
 		w.log.Error("cannot encode a snapshot", "run", snap.Run, "second", snap.Second, "err", err)
 		return
 	}
-	w.push(spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(snap.Run, w.id, snap.Second, final), data: b, tooBig: standIn})
+	w.push(spooled{subject: cluster.SnapshotSubject(snap.Run, w.id), msgID: cluster.SnapshotMsgID(key, snap.Run, w.id, snap.Second, final), data: b, tooBig: standIn})
 }
 
 // push spools m, logging a dropped oldest second.

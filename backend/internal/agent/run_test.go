@@ -69,7 +69,7 @@ func (r *runCtl) prepare(t *testing.T, id string, run int64, planJSON string, w 
 func (r *runCtl) prepareFrom(t *testing.T, controller, id string, run int64, planJSON string, w segment.Wire, fenceAfter time.Duration) cluster.Ready {
 	t.Helper()
 	b, _ := json.Marshal(cluster.Prepare{Run: run, Controller: controller, Plan: json.RawMessage(planJSON), Segment: w,
-		Agents: []string{id}, FenceAfterMs: fenceAfter.Milliseconds()})
+		Agents: []string{id}, FenceAfterMs: fenceAfter.Milliseconds(), MsgKey: cluster.NewMsgKey()})
 	var m *nats.Msg
 	var err error
 	for range 50 { // the agent subscribes its prepare subject just after joining
@@ -185,16 +185,30 @@ func checkStored(t *testing.T, s stored, run int64, id string) {
 	if last < 1 {
 		t.Fatalf("final at second %d: no second stored", s.final.Second)
 	}
+	// every id begins with the run's key for this agent (Prepare.MsgKey: 32 hex digits), one key
+	byID := map[string]int{}
+	keys := map[string]bool{}
+	for mid, n := range s.byID {
+		key, rest, _ := strings.Cut(mid, ".")
+		if len(key) != 32 || !cluster.ValidMsgKey(key) {
+			t.Errorf("message id %q does not begin with a msg key", mid)
+		}
+		keys[key] = true
+		byID[rest] += n
+	}
+	if len(keys) != 1 {
+		t.Errorf("message ids of %d keys, want one (the run's for this agent)", len(keys))
+	}
 	for sec := 1; sec <= last; sec++ {
-		mid := cluster.SnapshotMsgID(run, id, sec, false)
-		if n := s.byID[mid]; n != 1 {
+		mid := cluster.SnapshotMsgID("", run, id, sec, false)
+		if n := byID[mid]; n != 1 {
 			t.Errorf("second %d (msg id %s) stored %d times", sec, mid, n)
 		}
 		if snap, ok := s.seconds[sec]; !ok || snap.Agent != id || snap.Part == nil {
 			t.Errorf("second %d: %+v", sec, snap)
 		}
 	}
-	if n := s.byID[cluster.SnapshotMsgID(run, id, 0, true)]; n != 1 {
+	if n := byID[cluster.SnapshotMsgID("", run, id, 0, true)]; n != 1 {
 		t.Errorf("final stored %d times", n)
 	}
 	if len(s.byID) != last+1 {
@@ -267,6 +281,45 @@ func TestPrepareStartSnapshots(t *testing.T) {
 		t.Errorf("the seconds count %d requests, the target saw %d", sent, tg.Requests())
 	}
 	waitList(t, r.controller, "idle again", func(l []cluster.Agent) bool { return len(l) == 1 && l[0].State == "idle" && l[0].Run == 0 })
+}
+
+// Another agent holding the join token publishes, on its own snapshot subject, every message id
+// this agent's seconds and final of run 9 would have without a key ("9.gen-1.1"…, the stream
+// dedupes ids across subjects for its whole window); and a Prepare whose key is not hex is
+// refused. The run's seconds and final are still stored, each once: the agent's ids begin with
+// its Prepare's secret key.
+func TestForgedMessageIDsDropNothing(t *testing.T) {
+	r := startRunCtl(t)
+	tg := newCountingTarget(t)
+	runAgent(t, Config{URL: r.url, Token: r.tok, ID: "gen-1"})
+	waitList(t, r.controller, "agent listed", func(l []cluster.Agent) bool { return len(l) == 1 })
+	evil, err := r.b.LocalAgent("evil-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(evil.Close)
+	js, err := jetstream.New(evil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sec := 0; sec <= 10; sec++ {
+		mid := cluster.SnapshotMsgID("", 9, "gen-1", sec, sec == 0)
+		ack, err := js.Publish(t.Context(), cluster.SnapshotSubject(9, "evil-2"), []byte(`{}`), jetstream.WithMsgID(mid))
+		if err != nil || ack.Duplicate {
+			t.Fatalf("forged %s: %v %+v", mid, err, ack)
+		}
+	}
+	b, _ := json.Marshal(cluster.Prepare{Run: 9, Controller: testController, Plan: json.RawMessage(closedPlan(tg.URL, 1, time.Second)),
+		Segment: segment.Wire{Weights: []int{1}}, Agents: []string{"gen-1"}, MsgKey: "9.gen-1"})
+	m, err := r.nc.Request(cluster.PrepareSubject("gen-1"), b, 10*time.Second)
+	var ready cluster.Ready
+	if err != nil || json.Unmarshal(m.Data, &ready) != nil || ready.OK || !strings.Contains(ready.Error, `msg_key "9.gen-1" is not 1–64 hex digits`) {
+		t.Fatalf("a Prepare with a key that is not hex: %v %+v", err, ready)
+	}
+	r.mustPrepare(t, "gen-1", 9, closedPlan(tg.URL, 1, 2*time.Second), 5*time.Second, "prepare: %+v")
+	r.control(t, cluster.Control{Kind: cluster.ControlStart, Run: 9, StartAtUnixNano: time.Now().UnixNano()})
+	s := r.waitFinal(t, 9, 20*time.Second)
+	checkStored(t, s, 9, "gen-1")
 }
 
 // A stop control ends a running run at once (the plan's graceful stop applies); its final comes.

@@ -49,8 +49,8 @@ func TestFinalTooLargeIsSentAsItsFailure(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	big := &engine.Final{Requests: 3, Aborted: strings.Repeat("x", 8192)}
-	w.spoolSnap(cluster.Snapshot{Run: 7, Agent: "a", Second: 2, Part: &cluster.SecondPart{Hist: strings.Repeat("y", 8192)}}, false)
-	w.spoolSnap(cluster.Snapshot{Run: 7, Agent: "a", Second: 3, StartedUnixNano: 5, Final: &cluster.FinalPart{State: big}}, true)
+	w.spoolSnap("", cluster.Snapshot{Run: 7, Agent: "a", Second: 2, Part: &cluster.SecondPart{Hist: strings.Repeat("y", 8192)}}, false)
+	w.spoolSnap("", cluster.Snapshot{Run: 7, Agent: "a", Second: 3, StartedUnixNano: 5, Final: &cluster.FinalPart{State: big}}, true)
 	select {
 	case <-js.got:
 	case <-time.After(10 * time.Second):

@@ -171,7 +171,7 @@ func TestResumeAfterControllerCrash(t *testing.T) {
 
 	// a republishes its second 4 (its spool, unacknowledged when the broker died): a duplicate.
 	b, _ := json.Marshal(Snapshot{Run: run, Agent: "a", Second: 4, Part: partOf(0, 4)})
-	if ack, err := ags2[0].js.Publish(SnapshotSubject(run, "a"), b, nats.MsgId(SnapshotMsgID(run, "a", 4, false))); err != nil || !ack.Duplicate {
+	if ack, err := ags2[0].js.Publish(SnapshotSubject(run, "a"), b, nats.MsgId(SnapshotMsgID("", run, "a", 4, false))); err != nil || !ack.Duplicate {
 		t.Fatalf("republished second 4: %v %+v", err, ack)
 	}
 	send(ags2[2], 2, 4)

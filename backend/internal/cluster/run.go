@@ -641,7 +641,7 @@ func (c *Coordinator) prepare(ctx context.Context, spec RunSpec, ids []string, s
 			}()
 			body, err := json.Marshal(Prepare{Run: spec.Run, Controller: spec.Controller, Plan: planJSON,
 				Segment: seq.Segment(i).Wire(), Agents: ids, FenceAfterMs: spec.FenceAfter.Milliseconds(),
-				Secrets: spec.Plan.Plan.Secrets})
+				Secrets: spec.Plan.Plan.Secrets, MsgKey: NewMsgKey()})
 			if err != nil {
 				errs[i] = err
 				return

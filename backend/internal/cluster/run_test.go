@@ -246,7 +246,7 @@ func (a *fakeAgent) beatWith(p bus.Presence) {
 func (a *fakeAgent) publish(run int64, s Snapshot, msgID string) {
 	a.e.t.Helper()
 	b, _ := json.Marshal(s)
-	a.raw(run, b, cmpOr(msgID, SnapshotMsgID(run, a.id, s.Second, s.Final != nil)))
+	a.raw(run, b, cmpOr(msgID, SnapshotMsgID("", run, a.id, s.Second, s.Final != nil)))
 }
 
 func (a *fakeAgent) raw(run int64, b []byte, msgID string) {
@@ -426,9 +426,9 @@ func TestSecondsCloseOnTimeWithAMissingAgent(t *testing.T) {
 	}
 	start := MinStartDelay
 	a.publish(7, Snapshot{Run: 7, Agent: "a", Second: 1, StartedUnixNano: t0.Add(start + time.Millisecond).UnixNano(),
-		Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 10})}, "")
+		Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 10, Successes: 10})}, "")
 	b.publish(7, Snapshot{Run: 7, Agent: "b", Second: 1, StartedUnixNano: t0.Add(start + 4*time.Millisecond).UnixNano(),
-		Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 10})}, "")
+		Part: NewSecondPart(metrics.Sample{ElapsedS: 1, Requests: 10, Successes: 10})}, "")
 	a.second(7, 2, 10)
 	b.second(7, 2, 10)
 	for s := 1; s <= 2; s++ { // complete: merged at once, before any deadline

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -27,13 +29,41 @@ func SnapshotSubject(run int64, id string) string {
 	return fmt.Sprintf("volley.run.%d.snap.%s", run, id)
 }
 
-// SnapshotMsgID is a snapshot's JetStream message id ("<run>.<agent>.<second>", "<run>.<agent>.final"
-// for the final one): the stream drops a republished second (after a reconnect) as a duplicate.
-func SnapshotMsgID(run int64, id string, second int, final bool) string {
+// SnapshotMsgID is a snapshot's JetStream message id ("<key>.<run>.<agent>.<second>",
+// "<key>.<run>.<agent>.final" for the final one): the stream drops a republished second (after a
+// reconnect) as a duplicate. key is the agent's Prepare.MsgKey: JetStream drops a message whose id
+// it has seen within its duplicate window on ANY subject, so ids another agent could guess (or
+// an earlier run of the same number: a new database on the same --agents-state) would have the
+// stream drop this agent's seconds as duplicates. "" (a Prepare without a key) leaves it out.
+func SnapshotMsgID(key string, run int64, id string, second int, final bool) string {
+	sec := fmt.Sprint(second)
 	if final {
-		return fmt.Sprintf("%d.%s.final", run, id)
+		sec = "final"
 	}
-	return fmt.Sprintf("%d.%s.%d", run, id, second)
+	if key == "" {
+		return fmt.Sprintf("%d.%s.%s", run, id, sec)
+	}
+	return fmt.Sprintf("%s.%d.%s.%s", key, run, id, sec)
+}
+
+// NewMsgKey is a Prepare.MsgKey: 128 random bits in hex.
+func NewMsgKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b)
+}
+
+// ValidMsgKey says whether k is a Prepare.MsgKey an agent takes: "" or 1–64 hex digits.
+func ValidMsgKey(k string) bool {
+	if len(k) > 64 {
+		return false
+	}
+	for _, c := range k {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Prepare asks an agent to get a run ready: validate the plan, check it against the agent's
@@ -52,6 +82,10 @@ type Prepare struct {
 	// Secrets are the values of the plan's {{secret.NAME}} references (plan.Plan.Secrets, which
 	// plan JSON never carries); nil when the plan has none. (Added by issue 14's agent side.)
 	Secrets map[string]string `json:"secrets,omitempty"`
+	// MsgKey begins this agent's snapshot message ids (SnapshotMsgID): a secret of this agent
+	// and run (NewMsgKey), so that no other agent can publish ids that would make the stream drop
+	// this agent's seconds as duplicates. Only this agent's Prepare subject carries it.
+	MsgKey string `json:"msg_key,omitempty"`
 }
 
 // Ready is an agent's answer to Prepare.
