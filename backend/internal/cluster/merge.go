@@ -589,8 +589,8 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	case s.Requests < 0 || s.Successes < 0 || s.Errors < 0 || s.Interrupted < 0 || s.DroppedIterations < 0 ||
 		s.StartedIterations < 0 || s.BytesIn < 0 || s.BytesOut < 0 || s.BodyBytesDecoded < 0 || s.ActiveVUs < 0:
 		return errors.New("a negative count")
-	case s.Successes > s.Requests || s.Errors > s.Requests:
-		return fmt.Errorf("%d successes, %d errors of %d requests", s.Successes, s.Errors, s.Requests)
+	case s.Successes+s.Errors != s.Requests: // (an engine's sample: errors = requests − successes)
+		return fmt.Errorf("%d successes and %d errors of %d requests", s.Successes, s.Errors, s.Requests)
 	}
 	if err := checkRates(s); err != nil {
 		return err
@@ -599,6 +599,21 @@ func (m *Merger) CheckPart(i int, p *SecondPart) error {
 	vus := s.ActiveVUs
 	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
 		vus = min(vus, m.seq.Segment(i).Count(m.peakVUs.Load()))
+	}
+	// Counted beside the requests, read a moment apart from them: within histSlack of them.
+	most := histSlack(s.Requests, vus)
+	if n := sumCounts(s.StatusCodes); n > most {
+		return fmt.Errorf("sample.status_codes: %d responses of %d requests", n, s.Requests)
+	}
+	var named int64
+	for name, ns := range s.ByName {
+		if ns.Requests < 0 || ns.Requests > most {
+			return fmt.Errorf("sample.by_name.%.80q.requests: %d of %d requests", name, ns.Requests, s.Requests)
+		}
+		named += ns.Requests
+	}
+	if named > most {
+		return fmt.Errorf("sample.by_name: %d requests in all, of %d", named, s.Requests)
 	}
 	st, err := m.checkHist(p.Hist, histSlack(s.Requests, vus))
 	if err != nil {
@@ -677,7 +692,64 @@ func (m *Merger) CheckFinal(i int, p *FinalPart) error {
 			return fmt.Errorf("state.names: %.80q is not a request name of the plan", n.Name)
 		}
 	}
+	tol := int64(64)
+	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
+		tol += m.seq.Segment(i).Count(m.peakVUs.Load())
+	}
+	if err := checkTotals(&f, tol); err != nil {
+		return err
+	}
 	return checkSums(&f)
+}
+
+// sumCounts is the sum of a map's counts (each bounded by the peer bounds: no overflow).
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// checkTotals refuses a final state whose counts contradict each other. An engine's state is
+// read after its VUs stop, and each of its outcomes is counted in all of these at once
+// (metrics.Shard.Record): its successes are the success-latency histogram's values, its
+// responses (a status code) the latency histogram's, its requests its successes and its error
+// kinds; each request name's successes and errors add up to the requests. tol allows for
+// outcomes being recorded while the state is read (an engine that did not wait for its VUs):
+// the agent's share of the run's VUs and 64.
+func checkTotals(f *engine.Final, tol int64) error {
+	near := func(a, b int64) bool { return a-b <= tol && b-a <= tol }
+	kinds := sumCounts(f.ErrorKinds)
+	switch {
+	case f.Successes > f.Requests:
+		return fmt.Errorf("state.successes: %d of %d requests", f.Successes, f.Requests)
+	case !near(f.Requests, f.Successes+kinds):
+		return fmt.Errorf("state.requests: %d, but %d successes and %d errors by kind", f.Requests, f.Successes, kinds)
+	case !near(f.Successes, histCount(f.LatencySuccess)):
+		return fmt.Errorf("state.latency_success: %d latencies of %d successes", histCount(f.LatencySuccess), f.Successes)
+	case !near(sumCounts(f.StatusCodes), histCount(f.Latency)):
+		return fmt.Errorf("state.latency: %d latencies of %d responses (status codes)", histCount(f.Latency), sumCounts(f.StatusCodes))
+	case sumCounts(f.StatusCodes) > f.Requests+tol:
+		return fmt.Errorf("state.status_codes: %d responses of %d requests", sumCounts(f.StatusCodes), f.Requests)
+	}
+	var named int64
+	for _, n := range f.Names {
+		named += n.Successes + n.Errors
+	}
+	if len(f.Names) > 0 && !near(named, f.Requests) {
+		return fmt.Errorf("state.names: %d requests by name, %d in all", named, f.Requests)
+	}
+	return nil
+}
+
+// histCount is how many values h holds.
+func histCount(h engine.Hist) int64 {
+	var n int64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
 }
 
 // checkSums refuses a final state's histogram whose µs sum does not fit its counts

@@ -459,7 +459,15 @@ func checkPeerBounds(t *testing.T, c *plan.Compiled, agents []string, seconds []
 		"state.error_kinds":     func(f *engine.Final) { f.ErrorKinds["made_up"] = 1 },
 		"state.names":           func(f *engine.Final) { f.Names[0].Name = "not-in-plan" },
 		"state.latency: its sum_us 1 puts the mean outside": func(f *engine.Final) { f.Latency.SumUs = 1 },
-		"state.names[0].latency: its sum_us":                func(f *engine.Final) { f.Names[0].Latency.SumUs = 1 << 50 },
+		// each within bounds, impossible together (a hostile agent's "10¹² requests, all fine")
+		"state.latency_success: 0 latencies of": func(f *engine.Final) {
+			f.Requests, f.Successes, f.LatencySuccess, f.ErrorKinds = 1e12, 1e12, engine.Hist{}, map[string]int64{}
+		},
+		"state.requests: ":                   func(f *engine.Final) { f.Requests += 1000 },
+		"state.latency: ":                    func(f *engine.Final) { f.StatusCodes["200"] += 1000 },
+		"state.names: ":                      func(f *engine.Final) { f.Names[0].Successes += 1000 },
+		"state.successes: ":                  func(f *engine.Final) { f.Successes = f.Requests + 1 },
+		"state.names[0].latency: its sum_us": func(f *engine.Final) { f.Names[0].Latency.SumUs = 1 << 50 },
 	} {
 		f := viaJSON(t, finals[0])
 		lie(f.State)

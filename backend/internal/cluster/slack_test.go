@@ -74,7 +74,13 @@ func TestHugeConsistentFiguresAreRefused(t *testing.T) {
 		"sample.by_name":            func(p *SecondPart) { p.Sample.ByName = map[string]metrics.NameSample{"not-in-plan": {}} },
 		"latency_sum_us":            func(p *SecondPart) { p.LatencySumUs = 1 << 63 },
 		"sample.t":                  func(p *SecondPart) { p.Sample.T = 1 << 62 },
-		// within every bound one by one, impossible together: a billion requests in a millisecond
+		// within every bound one by one, impossible together
+		"sample.status_codes: 900000000 responses of 2 requests": func(p *SecondPart) { p.Sample.StatusCodes["500"] = 900_000_000 - 2 },
+		`sample.by_name."r".requests: 999999999 of 2`: func(p *SecondPart) {
+			p.Sample.ByName = map[string]metrics.NameSample{"r": {Requests: 999_999_999}}
+		},
+		"2 successes and 2 errors of 2 requests": func(p *SecondPart) { p.Sample.Errors = 2 },
+		// a billion requests in a millisecond
 		"sample.requests: 1000000000 in 0.001 s, more than 1e+09 a second": func(p *SecondPart) {
 			p.Sample.Requests, p.Sample.Successes, p.Sample.StatusCodes["200"], p.Sample.IntervalS = 1e9, 1e9, 1e9, 0.001
 		},
