@@ -153,6 +153,10 @@ type Merger struct {
 	total   int             // the weights' sum
 	single  bool            // the plan has one request name: its figures are the run's
 	known   map[string]bool // the request names an agent's second may name (CheckPart)
+	// shape is what an engine of the plan reports in its final state: its request names
+	// (engine.RequestNames) and checks (engine.PlanChecks), in order (CheckFinal).
+	shapeNames  []string
+	shapeChecks []metrics.CheckResult
 	// seq is the parts' split (nil: weights that do not split; no cap on the VUs CheckPart
 	// believes); peakVUs the most VUs the whole run may hold at once: the plan's peak
 	// (plan.Load.PeakVUs), raised by live changes (RaiseVUs; atomic: live control's goroutine).
@@ -210,6 +214,8 @@ func NewMerger(c *plan.Compiled, agents []string, weights []int) *Merger {
 	m.single = len(distinct) <= 1
 	distinct[metrics.OtherName] = true // past metrics.MaxNames names
 	m.known = distinct
+	m.shapeNames, _ = engine.RequestNames(c.Plan)
+	m.shapeChecks = engine.PlanChecks(c)
 	m.seq, _ = segment.New(weights...)
 	m.peakVUs.Store(int64(c.Plan.Load.PeakVUs()))
 	return m
@@ -692,6 +698,9 @@ func (m *Merger) CheckFinal(i int, p *FinalPart) error {
 			return fmt.Errorf("state.names: %.80q is not a request name of the plan", n.Name)
 		}
 	}
+	if err := m.checkShape(&f); err != nil {
+		return err
+	}
 	tol := int64(64)
 	if m.seq != nil && i >= 0 && i < m.seq.Parts() {
 		tol += m.seq.Segment(i).Count(m.peakVUs.Load())
@@ -700,6 +709,29 @@ func (m *Merger) CheckFinal(i int, p *FinalPart) error {
 		return err
 	}
 	return checkSums(&f)
+}
+
+// checkShape refuses a final state whose request names or checks are not those an engine of
+// the plan reports, in its order: engine.Merge could not add it to the others' (a hostile
+// agent's final with its checks left out would fail the whole run's summary).
+func (m *Merger) checkShape(f *engine.Final) error {
+	if len(f.Names) != len(m.shapeNames) {
+		return fmt.Errorf("state.names: %d request names, the plan has %d", len(f.Names), len(m.shapeNames))
+	}
+	for j, n := range f.Names {
+		if n.Name != m.shapeNames[j] {
+			return fmt.Errorf("state.names[%d]: %.80q, the plan's is %.80q", j, n.Name, m.shapeNames[j])
+		}
+	}
+	if len(f.Checks) != len(m.shapeChecks) {
+		return fmt.Errorf("state.checks: %d checks, the plan has %d", len(f.Checks), len(m.shapeChecks))
+	}
+	for j, c := range f.Checks {
+		if w := m.shapeChecks[j]; c.Request != w.Request || c.Check != w.Check {
+			return fmt.Errorf("state.checks[%d]: %.80q of %.80q, the plan's is %.80q of %.80q", j, c.Check, c.Request, w.Check, w.Request)
+		}
+	}
+	return nil
 }
 
 // sumCounts is the sum of a map's counts (each bounded by the peer bounds: no overflow).
@@ -724,6 +756,9 @@ func checkTotals(f *engine.Final, tol int64) error {
 	switch {
 	case f.Successes > f.Requests:
 		return fmt.Errorf("state.successes: %d of %d requests", f.Successes, f.Requests)
+	case float64(f.Requests) > metrics.PeerSecondCount*max(f.DurationS, 1):
+		// (a second is held to this rate too: checkRates)
+		return fmt.Errorf("state.requests: %d in %g s, more than %g a second", f.Requests, f.DurationS, float64(metrics.PeerSecondCount))
 	case !near(f.Requests, f.Successes+kinds):
 		return fmt.Errorf("state.requests: %d, but %d successes and %d errors by kind", f.Requests, f.Successes, kinds)
 	case !near(f.Successes, histCount(f.LatencySuccess)):

@@ -115,7 +115,7 @@ func TestMergeIsExact(t *testing.T) {
 		}
 	})
 	c := compile(t, fmt.Sprintf(`{"name":"exact","requests":[
-		{"name":"ok","url":"%s/ok","weight":3},{"name":"bad","url":"%s/bad"}],
+		{"name":"ok","url":"%s/ok","weight":3,"checks":[{"type":"status","op":"eq","value":200}]},{"name":"bad","url":"%s/bad"}],
 		"load":{"executor":"constant-vus","vus":6,"duration":"2s"},"http":{"timeout":"2s"},
 		"thresholds":[{"expr":"p(99)<2000ms"}]}`, tg.URL, tg.URL))
 	agents := []string{"a", "b", "c"}
@@ -461,13 +461,19 @@ func checkPeerBounds(t *testing.T, c *plan.Compiled, agents []string, seconds []
 		"state.latency: its sum_us 1 puts the mean outside": func(f *engine.Final) { f.Latency.SumUs = 1 },
 		// each within bounds, impossible together (a hostile agent's "10¹² requests, all fine")
 		"state.latency_success: 0 latencies of": func(f *engine.Final) {
-			f.Requests, f.Successes, f.LatencySuccess, f.ErrorKinds = 1e12, 1e12, engine.Hist{}, map[string]int64{}
+			f.Requests, f.Successes, f.LatencySuccess, f.ErrorKinds = 1e9, 1e9, engine.Hist{}, map[string]int64{}
 		},
-		"state.requests: ":                   func(f *engine.Final) { f.Requests += 1000 },
-		"state.latency: ":                    func(f *engine.Final) { f.StatusCodes["200"] += 1000 },
-		"state.names: ":                      func(f *engine.Final) { f.Names[0].Successes += 1000 },
-		"state.successes: ":                  func(f *engine.Final) { f.Successes = f.Requests + 1 },
-		"state.names[0].latency: its sum_us": func(f *engine.Final) { f.Names[0].Latency.SumUs = 1 << 50 },
+		"state.requests: ":                  func(f *engine.Final) { f.Requests += 1000 },
+		"state.latency: ":                   func(f *engine.Final) { f.StatusCodes["200"] += 1000 },
+		"state.names: ":                     func(f *engine.Final) { f.Names[0].Successes += 1000 },
+		"state.successes: ":                 func(f *engine.Final) { f.Successes = f.Requests + 1 },
+		"state.requests: 10000000000000 in": func(f *engine.Final) { f.Requests, f.Successes, f.ErrorKinds = 1e13, 1e13, map[string]int64{} },
+		// a shape engine.Merge could not add to the others' (it failed the whole run's summary)
+		"state.checks: 0 checks, the plan has":         func(f *engine.Final) { f.Checks = nil },
+		"state.checks[0]: ":                            func(f *engine.Final) { f.Checks[0].Check = "made up" },
+		"state.names: 1 request names, the plan has 2": func(f *engine.Final) { f.Names = f.Names[:1] },
+		"state.names[0]: ":                             func(f *engine.Final) { f.Names[0], f.Names[1] = f.Names[1], f.Names[0] },
+		"state.names[0].latency: its sum_us":           func(f *engine.Final) { f.Names[0].Latency.SumUs = 1 << 50 },
 	} {
 		f := viaJSON(t, finals[0])
 		lie(f.State)

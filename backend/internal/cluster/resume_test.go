@@ -282,7 +282,7 @@ func TestResumeWithAgentsGone(t *testing.T) {
 			}
 			// a's final (10) and lost b's seconds 1–3 (12)
 			if r.err != nil || !r.sum.Degraded || strings.Join(r.sum.LostAgents, ",") != "b" || r.sum.Requests != 22 {
-				t.Fatalf("%v %+v", r.err, r.sum)
+				t.Fatalf("%v %+v\n%v", r.err, r.sum, e.logs.all())
 			}
 		})
 	}
@@ -296,7 +296,7 @@ func TestResumeWithAgentsGone(t *testing.T) {
 func TestResumeTakesTheSecondsRunWhileDown(t *testing.T) {
 	const run = 46
 	e := newEnv(t)
-	pl := compile(t, `{"name":"r","requests":[{"url":"http://127.0.0.1:9/"}],"load":{"vus":2,"duration":"60s","graceful_stop":"1s"}}`)
+	pl := compile(t, `{"name":"r","requests":[{"name":"r","url":"http://127.0.0.1:9/"}],"load":{"vus":2,"duration":"60s","graceful_stop":"1s"}}`)
 	a, b := e.publisher("a"), e.publisher("b")
 	for s := 1; s <= 45; s++ {
 		a.second(run, s, 1)

@@ -279,7 +279,8 @@ func (a *fakeAgent) final(run int64, s int, started int64) {
 func (a *fakeAgent) finalN(run int64, s int, started, n int64) {
 	a.e.t.Helper()
 	a.publish(run, Snapshot{Run: run, Agent: a.id, Second: s, StartedUnixNano: started,
-		Final: &FinalPart{State: &engine.Final{DurationS: float64(s - 1), Requests: n, Successes: n}}}, "")
+		Final: &FinalPart{State: &engine.Final{DurationS: float64(s - 1), Requests: n, Successes: n,
+			Names: []engine.FinalName{{Name: "r", Successes: n}}}}}, "")
 }
 
 // control waits for the agent's next control message.

@@ -155,6 +155,30 @@ type hdrTmpl struct {
 	t    tmpl
 }
 
+// PlanChecks is the check list an engine of c reports (Final.Checks, without counts), in its
+// order: each request's checks in plan order, followed by its WebSocket messages' expectations
+// (named by wsCheckDesc).
+func PlanChecks(c *plan.Compiled) []metrics.CheckResult {
+	var out []metrics.CheckResult
+	for i, r := range c.Plan.Requests {
+		cr := &c.Requests[i]
+		for _, k := range cr.Checks {
+			out = append(out, metrics.CheckResult{Request: r.Name, Check: k.Desc})
+		}
+		if cw := cr.WS; cw != nil {
+			for j, m := range cw.Messages {
+				for _, k := range m.Expect {
+					out = append(out, metrics.CheckResult{Request: r.Name, Check: wsCheckDesc(j, k.Desc)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// wsCheckDesc names the check desc of WebSocket message i's expectations.
+func wsCheckDesc(i int, desc string) string { return fmt.Sprintf("ws messages[%d] %s", i, desc) }
+
 // RequestNames are the request names of p as an engine counts them (Final.Names, a sample's
 // ByName): each distinct name in plan order, and past metrics.MaxNames−1 of them the rest
 // together as metrics.OtherName (the last); index is each name's place (the folded names are

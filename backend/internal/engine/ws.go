@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -70,7 +69,7 @@ func (e *Engine) bindWS(r plan.Request, cw *plan.CompiledWS) (*wsSpec, error) {
 		w.sends, w.texts = append(w.sends, t), append(w.texts, text)
 		var cs []check
 		for _, k := range m.Expect {
-			k.Desc = fmt.Sprintf("ws messages[%d] %s", i, k.Desc)
+			k.Desc = wsCheckDesc(i, k.Desc)
 			cs = append(cs, check{CompiledCheck: k, index: len(e.checks)})
 			e.checks = append(e.checks, checkInfo{request: r.Name, desc: k.Desc})
 		}
