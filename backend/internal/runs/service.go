@@ -266,18 +266,33 @@ func (s *Service) Stop(ctx context.Context, id int64) (*store.Run, error) {
 // Delete removes run id and its seconds and returns the run as it was. Errors: *ActiveError (the
 // run is in progress), store.ErrNotFound.
 func (s *Service) Delete(ctx context.Context, id int64) (*store.Run, error) {
-	if active, ok := s.runner.Active(); ok && active == id {
-		return nil, &ActiveError{RunID: id}
-	}
 	was, err := s.store.GetRun(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if active, ok := s.runner.Active(); ok && active == id {
+		if was.Status == store.StatusRunning {
+			return nil, &ActiveError{RunID: id}
+		}
+		// Its end is stored (the list shows it ended) a moment before the runner lets it go:
+		// wait for that moment rather than answer that an ended run is running.
+		select {
+		case <-s.runner.Done(id):
+		case <-time.After(endedRunGrace):
+			return nil, &ActiveError{RunID: id}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if err := s.store.DeleteRun(ctx, id); err != nil {
 		return nil, err
 	}
 	return was, nil
 }
+
+// endedRunGrace bounds how long Delete waits for the runner to let go of a run whose end is
+// already stored.
+const endedRunGrace = 5 * time.Second
 
 // Active returns the id of the run in progress.
 func (s *Service) Active() (int64, bool) { return s.runner.Active() }
