@@ -41,14 +41,12 @@ type Store interface {
 	AppendAgentSecond(ctx context.Context, runID int64, agent string, second int, sample []byte) (bool, error)
 	AgentSeconds(ctx context.Context, runID int64, from, limit int) ([]store.AgentSecond, int, error)
 	SetRunCluster(ctx context.Context, runID int64, data []byte) error
-	SetRunAgents(ctx context.Context, runID int64, n int) error
 	MarkRunInterrupted(ctx context.Context, id int64, now time.Time) error
 }
 
 // Runs is the run lifecycle the handlers need (implemented by *runs.Service).
 type Runs interface {
 	Start(ctx context.Context, planID int64, check func(*plan.Plan) error) (int64, *store.Plan, error)
-	StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive) (int64, *store.Plan, error)
 	StartOnAgents(ctx context.Context, planID int64, check func(*plan.Plan) error, drive runs.Drive, agents int) (int64, *store.Plan, error)
 	Resume(ctx context.Context, runID int64, drive runs.Drive) error
 	Stop(ctx context.Context, id int64) (*store.Run, error)

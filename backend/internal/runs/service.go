@@ -157,20 +157,13 @@ var ErrNoDriven = errors.New("runs: this runner cannot run plans elsewhere")
 // StartDriven is Start for a run whose load drive generates (runner.Runner.StartDriven): the
 // same checks, secrets, run row and errors (ErrNoDriven when the runner has no StartDriven).
 func (s *Service) StartDriven(ctx context.Context, planID int64, check func(*plan.Plan) error, drive Drive) (int64, *store.Plan, error) {
-	dr, ok := s.runner.(DrivenRunner)
-	if !ok {
-		return 0, nil, ErrNoDriven
-	}
-	return s.start(ctx, planID, check, func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
-		return dr.StartDriven(c, create, func(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
-			return drive(ctx, id, c, onSample)
-		})
-	})
+	return s.StartOnAgents(ctx, planID, check, drive, 0)
 }
 
-// StartOnAgents is StartDriven for a run over agents agents: the run's row has that count
-// (store.SetRunAgents) from its creation, before the drive begins, and keeps it when the run
-// ends, whatever its outcome (a run that fails before any agent delivered a summary included).
+// StartOnAgents is StartDriven for a run over agents agents (0: this server's engine, nothing
+// recorded): the run's row has that count (store.SetRunAgents) from its creation, before the drive
+// begins, and keeps it when the run ends, whatever its outcome (a run that fails before any agent
+// delivered a summary included).
 func (s *Service) StartOnAgents(ctx context.Context, planID int64, check func(*plan.Plan) error, drive Drive, agents int) (int64, *store.Plan, error) {
 	dr, ok := s.runner.(DrivenRunner)
 	if !ok {
@@ -179,11 +172,10 @@ func (s *Service) StartOnAgents(ctx context.Context, planID int64, check func(*p
 	return s.start(ctx, planID, check, func(c *plan.Compiled, create func(time.Time) (int64, error)) (int64, error) {
 		return dr.StartDriven(c, func(started time.Time) (int64, error) {
 			id, err := create(started)
-			if err != nil {
-				return 0, err
+			if err == nil && agents > 0 {
+				s.setAgents(ctx, id, agents)
 			}
-			s.setAgents(ctx, id, agents)
-			return id, nil
+			return id, err
 		}, func(ctx context.Context, id int64, onSample func(metrics.Sample)) (*metrics.Summary, error) {
 			return drive(ctx, id, c, onSample)
 		})
